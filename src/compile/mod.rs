@@ -1,0 +1,89 @@
+//! Stage 3: a validated job → typed Kubernetes objects, one module per target.
+//!
+//! Targets share the pieces that do not depend on the backend (labels, the
+//! cluster spec, pod templates, storage, TensorBoard); a new target is one more
+//! module that assembles them differently.
+
+mod cluster_spec;
+mod kubernetes;
+mod meta;
+mod pod;
+mod storage;
+mod tensorboard;
+
+use k8s_openapi::Resource;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use cluster_spec::ClusterSpec;
+
+use crate::model::Job;
+use crate::model::definition::Target;
+
+/// One generated object, ready to be written.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub namespace: Option<String>,
+    /// `metadata.name`; for Jobs it carries the spec hash.
+    pub name: String,
+    /// The name the file is called after. For Jobs this is the stable task
+    /// name without the hash, so a changed Job reads as a change, not as a
+    /// deletion plus an addition.
+    pub file_stem: String,
+    pub body: Value,
+}
+
+impl Manifest {
+    fn new<T: Resource + Serialize>(
+        object: &T,
+        name: &str,
+        file_stem: &str,
+        namespaced: bool,
+        namespace: &str,
+    ) -> Self {
+        Self {
+            api_version: T::API_VERSION,
+            kind: T::KIND,
+            namespace: namespaced.then(|| namespace.to_owned()),
+            name: name.to_owned(),
+            file_stem: file_stem.to_owned(),
+            body: to_json(object),
+        }
+    }
+
+    /// `job-mnist-worker-0.yaml`: kind and stable name.
+    pub fn file_name(&self) -> String {
+        format!("{}-{}.yaml", self.kind.to_ascii_lowercase(), self.file_stem)
+    }
+}
+
+/// Serializes a typed object. k8s-openapi types hold only strings, numbers and
+/// string-keyed maps, which always serialize.
+#[allow(clippy::expect_used)]
+fn to_json<T: Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).expect("k8s-openapi objects serialize to JSON")
+}
+
+/// All objects of one job, in a stable order.
+#[derive(Debug, Clone)]
+pub struct CompiledJob {
+    pub namespace: String,
+    pub name: String,
+    pub source: String,
+    pub manifests: Vec<Manifest>,
+}
+
+pub fn compile(job: &Job) -> CompiledJob {
+    let mut manifests = match job.target {
+        Target::Kubernetes => kubernetes::compile(job),
+    };
+    manifests.sort_by_key(Manifest::file_name);
+    CompiledJob {
+        namespace: job.namespace.clone(),
+        name: job.name.clone(),
+        source: job.source.clone(),
+        manifests,
+    }
+}

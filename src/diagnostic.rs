@@ -1,0 +1,179 @@
+//! Findings about the input, rendered like rustc's or as JSON for tools.
+
+use std::fmt::Write as _;
+
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use serde::Serialize;
+
+use crate::source::Location;
+
+/// One problem found in the input.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    /// Dotted path of the offending field (`spec.roles.worker.replicas`), when
+    /// the problem is about one field.
+    pub path: Option<String>,
+    pub message: String,
+    pub location: Option<Location>,
+    pub hint: Option<String>,
+    /// Secondary places worth showing, such as the first of two duplicates.
+    pub related: Vec<(String, Location)>,
+}
+
+impl Diagnostic {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            path: None,
+            message: message.into(),
+            location: None,
+            hint: None,
+            related: Vec::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn at(mut self, location: Option<Location>) -> Self {
+        self.location = location;
+        self
+    }
+
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    #[must_use]
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    #[must_use]
+    pub fn related(mut self, label: impl Into<String>, location: Location) -> Self {
+        self.related.push((label.into(), location));
+        self
+    }
+
+    /// The headline: `spec.roles.worker.replicas: -1 is less than 0`.
+    pub fn title(&self) -> String {
+        match &self.path {
+            Some(p) if !p.is_empty() => format!("{p}: {}", self.message),
+            _ => self.message.clone(),
+        }
+    }
+
+    /// Sort key that orders findings by file, then position, then text, so the
+    /// report is the same whatever order rules ran in.
+    fn sort_key(&self) -> (String, usize, usize, String) {
+        match &self.location {
+            Some(l) => (l.file.name.clone(), l.pos.line, l.pos.column, self.title()),
+            None => (String::new(), 0, 0, self.title()),
+        }
+    }
+}
+
+/// Sorts and de-duplicates findings.
+pub fn normalize(diags: &mut Vec<Diagnostic>) {
+    diags.sort_by_key(Diagnostic::sort_key);
+    diags.dedup_by(|a, b| a.sort_key() == b.sort_key());
+}
+
+/// Renders findings as rustc does. `styled` adds ANSI colour.
+pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
+    let renderer = if styled {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let mut out = String::new();
+    for d in diags {
+        let title = d.title();
+        let mut group = Group::with_title(Level::ERROR.primary_title(&title));
+        if let Some(loc) = &d.location {
+            let mut snippet = Snippet::source(loc.file.text.as_str())
+                .path(loc.file.name.as_str())
+                .fold(true)
+                .annotation(AnnotationKind::Primary.span(loc.byte_range()));
+            for (label, rel) in &d.related {
+                if std::sync::Arc::ptr_eq(&rel.file, &loc.file) {
+                    snippet = snippet.annotation(
+                        AnnotationKind::Context
+                            .span(rel.byte_range())
+                            .label(label.as_str()),
+                    );
+                }
+            }
+            group = group.element(snippet);
+        }
+        if let Some(h) = &d.hint {
+            group = group.element(Level::HELP.message(h.as_str()));
+        }
+        let mut report = vec![group];
+        for (label, rel) in &d.related {
+            let same = d
+                .location
+                .as_ref()
+                .is_some_and(|l| std::sync::Arc::ptr_eq(&l.file, &rel.file));
+            if !same {
+                report.push(
+                    Group::with_title(Level::NOTE.secondary_title(label.as_str())).element(
+                        Snippet::source(rel.file.text.as_str())
+                            .path(rel.file.name.as_str())
+                            .fold(true)
+                            .annotation(AnnotationKind::Context.span(rel.byte_range())),
+                    ),
+                );
+            }
+        }
+        let _ = writeln!(out, "{}\n", renderer.render(&report));
+    }
+    let n = diags.len();
+    if n > 0 {
+        let summary = format!(
+            "could not compile: {n} error{}",
+            if n == 1 { "" } else { "s" }
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            renderer.render(&[Group::with_title(Level::ERROR.primary_title(&summary))])
+        );
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    severity: &'static str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    column: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'a str>,
+}
+
+/// The same findings for tools: one JSON object per finding in an array.
+pub fn render_json(diags: &[Diagnostic]) -> String {
+    let items: Vec<JsonDiagnostic> = diags
+        .iter()
+        .map(|d| JsonDiagnostic {
+            severity: "error",
+            message: &d.message,
+            path: d.path.as_deref(),
+            file: d.location.as_ref().map(|l| l.file.name.as_str()),
+            line: d.location.as_ref().map(|l| l.pos.line),
+            column: d.location.as_ref().map(|l| l.pos.column),
+            hint: d.hint.as_deref(),
+        })
+        .collect();
+    let mut s = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_owned());
+    s.push('\n');
+    s
+}

@@ -1,0 +1,79 @@
+//! `trainc init`: a starter project whose definition validates as written.
+
+use std::path::Path;
+
+use minijinja::{Environment, context};
+
+use crate::diagnostic::Diagnostic;
+use crate::load::project::PROJECT_FILE;
+use crate::validate::schema::TRAINING_JOB_SCHEMA;
+
+const DEFINITION_TEMPLATE: &str = include_str!("../library/init/trainingjob.yaml.j2");
+const PROJECT_TEMPLATE: &str = include_str!("../library/init/trainc.yaml.j2");
+
+/// What `init` writes, relative to the target directory.
+pub fn files(name: &str, namespace: &str) -> Result<Vec<(String, String)>, Diagnostic> {
+    let env = Environment::new();
+    let render = |tpl: &str| {
+        env.render_str(tpl, context! { name, namespace })
+            .map(|mut s| {
+                if !s.ends_with('\n') {
+                    s.push('\n');
+                }
+                s
+            })
+            .map_err(|e| Diagnostic::new(format!("internal error: starter template: {e}")))
+    };
+    Ok(vec![
+        (PROJECT_FILE.to_owned(), render(PROJECT_TEMPLATE)?),
+        (format!("jobs/{name}.yaml"), render(DEFINITION_TEMPLATE)?),
+        (
+            "schema/trainingjob.schema.json".to_owned(),
+            TRAINING_JOB_SCHEMA.to_owned(),
+        ),
+    ])
+}
+
+/// Writes the starter files, refusing to overwrite any unless `force`.
+/// Returns the paths written.
+pub fn init(
+    dir: &Path,
+    name: &str,
+    namespace: &str,
+    force: bool,
+) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let files = files(name, namespace).map_err(|d| vec![d])?;
+    if !force {
+        let existing: Vec<Diagnostic> = files
+            .iter()
+            .filter(|(rel, _)| dir.join(rel).exists())
+            .map(|(rel, _)| {
+                Diagnostic::new(format!("{} already exists", dir.join(rel).display()))
+                    .hint("pass --force to overwrite it, or run `trainc init` in another directory")
+            })
+            .collect();
+        if !existing.is_empty() {
+            return Err(existing);
+        }
+    }
+    let mut written = Vec::new();
+    for (rel, text) in files {
+        let path = dir.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                vec![Diagnostic::new(format!(
+                    "cannot create {}: {e}",
+                    parent.display()
+                ))]
+            })?;
+        }
+        std::fs::write(&path, text).map_err(|e| {
+            vec![Diagnostic::new(format!(
+                "cannot write {}: {e}",
+                path.display()
+            ))]
+        })?;
+        written.push(rel);
+    }
+    Ok(written)
+}

@@ -1,0 +1,23 @@
+//! trainc: compile distributed training definitions into Kubernetes manifests.
+//!
+//! The pipeline, one module per stage: [`load`] → [`validate`] → [`compile`] →
+//! [`emit`] → [`plan`]. [`pipeline`] wires them together and [`cli`] maps
+//! commands and exit codes onto it.
+
+// Diagnostics travel in `Err` on the cold path only; boxing them would add an
+// allocation and noise at every call site for no measurable gain.
+#![allow(clippy::result_large_err)]
+
+pub mod cli;
+pub mod compile;
+pub mod diagnostic;
+pub mod emit;
+pub mod init;
+pub mod load;
+pub mod model;
+pub mod names;
+pub mod pipeline;
+pub mod plan;
+pub mod quantity;
+pub mod source;
+pub mod validate;

@@ -1,0 +1,249 @@
+//! Stage 1: files and directories → YAML documents that remember their source.
+
+mod node;
+pub mod project;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use serde_saphyr::{DuplicateKeyPolicy, Spanned};
+
+pub use node::{NodePos, SpanIndex, pointer_segment};
+
+use crate::diagnostic::Diagnostic;
+use crate::source::{Location, Pos, SourceFile};
+
+/// Larger inputs are refused before parsing: no hand-written definition comes
+/// near this, and it bounds the memory a hostile file can make us use.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The deepest real definition nests about eight levels; the margin is wide
+/// while keeping the recursive deserializer far from the stack's end.
+const MAX_DEPTH: usize = 32;
+
+/// One YAML document of an input file.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub file: Arc<SourceFile>,
+    pub value: Value,
+    pub spans: SpanIndex,
+}
+
+impl Document {
+    /// Where the value at `pointer` is (or its nearest existing ancestor).
+    pub fn locate(&self, pointer: &str) -> Option<Location> {
+        self.spans
+            .nearest(pointer)
+            .map(|p| Location::new(&self.file, p.value))
+    }
+
+    /// Where the key naming the value at `pointer` is, falling back to the value.
+    pub fn locate_key(&self, pointer: &str) -> Option<Location> {
+        self.spans
+            .nearest(pointer)
+            .map(|p| Location::new(&self.file, p.key.unwrap_or(p.value)))
+    }
+}
+
+/// Parser limits. Definitions are small and shallow; anything beyond these is
+/// an accident or an attack (alias bombs, deep nesting) and is refused with a
+/// message instead of exhausting memory or the stack.
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_depth: MAX_DEPTH,
+            max_nodes: 250_000,
+            max_documents: 10_000,
+            max_aliases: 1_000,
+            max_anchors: 1_000,
+            max_total_scalar_bytes: 8 * 1024 * 1024,
+        },
+        duplicate_keys: DuplicateKeyPolicy::Error,
+        with_snippet: false,
+    }
+}
+
+/// Parses every document of `file`.
+pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
+    let roots: Vec<Spanned<node::Node>> =
+        serde_saphyr::from_multiple_with_options(&file.text, options()).map_err(|e| {
+            let pos = e.location().map(|l| Pos {
+                line: usize::try_from(l.line()).unwrap_or(usize::MAX),
+                column: usize::try_from(l.column()).unwrap_or(usize::MAX),
+                byte: l.span().byte_offset().and_then(|b| usize::try_from(b).ok()),
+                len: 1,
+            });
+            let message = match &e {
+                serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
+                _ => first_line(&e.without_snippet().to_string()),
+            };
+            Diagnostic::new(format!("invalid YAML: {message}"))
+                .at(pos.map(|p| Location::new(file, p)))
+                .hint("fix the YAML syntax; `trainc` reads YAML 1.2 and refuses duplicate keys, deep nesting and alias bombs")
+        })?;
+    Ok(roots
+        .into_iter()
+        .map(|root| {
+            let mut spans = SpanIndex::default();
+            let value = node::into_json(root, &mut spans);
+            Document {
+                file: Arc::clone(file),
+                value,
+                spans,
+            }
+        })
+        .collect())
+}
+
+fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Depth { .. } => format!("nested more than {MAX_DEPTH} levels deep"),
+        B::Aliases { .. } | B::Anchors { .. } => "too many anchors or aliases".to_owned(),
+        B::Nodes { .. } | B::Events { .. } => "too many YAML nodes".to_owned(),
+        B::Documents { .. } => "too many documents in one file".to_owned(),
+        other => format!("input limit exceeded ({other:?})"),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().trim().to_owned()
+}
+
+/// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic.
+pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| Diagnostic::new(format!("cannot read {name}: {e}")))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Diagnostic::new(format!(
+            "{name} is {} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition",
+            meta.len()
+        ))
+        .hint("split the file; a definition file is meant to be written by hand"));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| Diagnostic::new(format!("cannot read {name}: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Diagnostic::new(format!(
+            "{name} is not UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+        .hint("save the file as UTF-8")
+    })?;
+    Ok(Arc::new(SourceFile { name, text }))
+}
+
+/// Expands the given paths into the YAML files they hold, sorted, without
+/// duplicates. Directories are walked recursively; hidden entries and the
+/// `exclude`d paths (the output directory, the project file) are skipped.
+pub fn discover(paths: &[PathBuf], exclude: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| {
+            Diagnostic::new(format!("cannot read {}: {e}", path.display())).hint(
+                "pass existing files or directories, or list them under `sources` in trainc.yaml",
+            )
+        })?;
+        if meta.is_file() {
+            files.push(path.clone());
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(path)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| {
+                e.depth() == 0
+                    || !(e.file_name().to_string_lossy().starts_with('.')
+                        || exclude.iter().any(|x| same_path(x, e.path())))
+            });
+        for entry in walker {
+            let entry = entry
+                .map_err(|e| Diagnostic::new(format!("cannot walk {}: {e}", path.display())))?;
+            let p = entry.path();
+            let yaml = p.extension().is_some_and(|x| x == "yaml" || x == "yml");
+            if entry.file_type().is_file() && yaml {
+                files.push(p.to_path_buf());
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// How a path is shown to users and in generated headers: relative to the
+/// project root when it lies below it, with `/` separators on every platform.
+pub fn display_name(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let rel = rel.strip_prefix(".").unwrap_or(rel);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str) -> Result<Vec<Document>, Diagnostic> {
+        parse(&Arc::new(SourceFile {
+            name: "t.yaml".into(),
+            text: text.into(),
+        }))
+    }
+
+    #[test]
+    fn spans_point_at_keys_and_values() {
+        let docs = doc("a:\n  b: [1, 2]\n  c: x\n").unwrap();
+        let d = &docs[0];
+        let c = d.spans.get("/a/c").unwrap();
+        assert_eq!((c.key.unwrap().line, c.key.unwrap().column), (3, 3));
+        assert_eq!((c.value.line, c.value.column), (3, 6));
+        let b1 = d.spans.get("/a/b/1").unwrap();
+        assert_eq!((b1.value.line, b1.value.column), (2, 10));
+        assert_eq!(d.value["a"]["b"][1], 2);
+    }
+
+    #[test]
+    fn several_documents_per_file() {
+        let docs = doc("a: 1\n---\nb: 2\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1].spans.get("/b").unwrap().value.line, 3);
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused() {
+        let e = doc("a: 1\na: 2\n").unwrap_err();
+        assert!(e.message.contains("duplicate"), "{}", e.message);
+        assert_eq!(e.location.unwrap().pos.line, 2);
+    }
+
+    #[test]
+    fn alias_bomb_is_refused_not_expanded() {
+        let mut y = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            y.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        assert!(doc(&y).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_crashed_on() {
+        let y = "[".repeat(10_000);
+        assert!(doc(&y).is_err());
+        let y = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        assert!(doc(&y).is_err());
+    }
+}

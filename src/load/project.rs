@@ -1,0 +1,92 @@
+//! The project: `trainc.yaml` (optional), where definitions are, where output
+//! goes, and the defaults every job gets.
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::Diagnostic;
+use crate::load::{self, Document};
+use crate::model::project::{Defaults, ProjectFile};
+use crate::validate::schema;
+
+pub const PROJECT_FILE: &str = "trainc.yaml";
+pub const DEFAULT_SOURCES: &str = "jobs";
+pub const DEFAULT_OUTPUT: &str = "deploy";
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// Directory that paths in headers and messages are relative to: the
+    /// project file's directory, else the working directory.
+    pub root: PathBuf,
+    pub file: Option<PathBuf>,
+    pub sources: Vec<PathBuf>,
+    pub output: PathBuf,
+    pub defaults: Defaults,
+}
+
+impl Project {
+    /// Finds and reads the project. `explicit` is `--project FILE`; without
+    /// it, `trainc.yaml` in `cwd` is used when present.
+    pub fn discover(cwd: &Path, explicit: Option<&Path>) -> Result<Self, Vec<Diagnostic>> {
+        let file = match explicit {
+            Some(p) => Some(cwd.join(p)),
+            None => Some(cwd.join(PROJECT_FILE)).filter(|p| p.is_file()),
+        };
+        let Some(file) = file else {
+            return Ok(Self {
+                root: cwd.to_path_buf(),
+                file: None,
+                sources: vec![cwd.join(DEFAULT_SOURCES)],
+                output: cwd.join(DEFAULT_OUTPUT),
+                defaults: Defaults::default(),
+            });
+        };
+        let root = file
+            .parent()
+            .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
+        let source = load::read(&file, load::display_name(cwd, &file)).map_err(|d| vec![d])?;
+        let docs = load::parse(&source).map_err(|d| vec![d])?;
+        let doc = match docs.as_slice() {
+            [doc] => doc,
+            _ => {
+                return Err(vec![
+                    Diagnostic::new(format!(
+                        "{} must hold exactly one YAML document, found {}",
+                        source.name,
+                        docs.len()
+                    ))
+                    .hint("keep the project settings in one document"),
+                ]);
+            }
+        };
+        let pf = parse_project(doc)?;
+        let sources = pf
+            .sources
+            .unwrap_or_else(|| vec![DEFAULT_SOURCES.to_owned()])
+            .iter()
+            .map(|s| root.join(s))
+            .collect();
+        let output = root.join(pf.output.as_deref().unwrap_or(DEFAULT_OUTPUT));
+        Ok(Self {
+            root,
+            file: Some(file),
+            sources,
+            output,
+            defaults: pf.defaults,
+        })
+    }
+}
+
+fn parse_project(doc: &Document) -> Result<ProjectFile, Vec<Diagnostic>> {
+    let found = schema::PROJECT.check(doc);
+    if !found.is_empty() {
+        return Err(found);
+    }
+    serde_json::from_value(doc.value.clone()).map_err(|e| {
+        vec![
+            Diagnostic::new(format!(
+                "internal error: project schema and model disagree: {e}"
+            ))
+            .at(doc.locate("")),
+        ]
+    })
+}

@@ -1,0 +1,16 @@
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use trainc::cli::{self, Cli, Status};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = cli.color;
+    match cli::run(cli) {
+        Ok(Status::Ok) => ExitCode::SUCCESS,
+        Err(failure) => {
+            cli::report(&failure, color);
+            ExitCode::from(2)
+        }
+    }
+}

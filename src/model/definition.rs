@@ -1,0 +1,217 @@
+//! The training definition as written, mirroring `schema/trainingjob.schema.json`.
+//!
+//! Only documents that passed the schema are deserialized into these types, so
+//! a deserialization failure here is a schema/model mismatch, not user error.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrainingJob {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: Spec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metadata {
+    pub name: String,
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framework {
+    Tensorflow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    ParameterServer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    Kubernetes,
+}
+
+impl Target {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HyperparameterStyle {
+    Flags,
+    Env,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Spec {
+    pub framework: Option<Framework>,
+    pub strategy: Option<Strategy>,
+    pub target: Option<Target>,
+    pub image: String,
+    pub image_pull_policy: Option<String>,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Scalar>,
+    #[serde(default)]
+    pub hyperparameters: BTreeMap<String, Scalar>,
+    pub hyperparameters_as: Option<Vec<HyperparameterStyle>>,
+    #[serde(default)]
+    pub cluster_spec: ClusterSpecOptions,
+    pub gpu_resource_name: Option<String>,
+    pub roles: Roles,
+    #[serde(default)]
+    pub storage: Vec<Volume>,
+    pub shm_size: Option<Scalar>,
+    pub tensorboard: Option<TensorBoard>,
+    #[serde(default)]
+    pub run_policy: RunPolicy,
+    pub service_account_name: Option<String>,
+}
+
+/// A string, number or boolean as written; rendered without quotes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Scalar(pub Value);
+
+impl Scalar {
+    pub fn render(&self) -> String {
+        match &self.0 {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterSpecOptions {
+    #[serde(default = "yes")]
+    pub tf_config: bool,
+    #[serde(default)]
+    pub legacy_flags: bool,
+}
+
+impl Default for ClusterSpecOptions {
+    fn default() -> Self {
+        Self {
+            tf_config: true,
+            legacy_flags: false,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Roles {
+    pub chief: Option<Role>,
+    pub ps: Option<Role>,
+    pub worker: Option<Role>,
+    pub evaluator: Option<Role>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Role {
+    pub replicas: u32,
+    #[serde(default)]
+    pub resources: Resources,
+    pub image: Option<String>,
+    pub command: Option<Vec<String>>,
+    pub args: Option<Vec<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Scalar>,
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    pub cpu: Option<Scalar>,
+    pub memory: Option<Scalar>,
+    pub gpu: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    pub key: Option<String>,
+    pub operator: Option<String>,
+    pub value: Option<String>,
+    pub effect: Option<String>,
+    pub toleration_seconds: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Volume {
+    pub name: String,
+    pub mount_path: String,
+    #[serde(default)]
+    pub read_only: bool,
+    pub size: Option<Scalar>,
+    pub access_mode: Option<String>,
+    pub nfs: Option<Nfs>,
+    pub existing_claim: Option<String>,
+    pub storage_class: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nfs {
+    pub server: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TensorBoard {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub log_dir: String,
+    pub service: Option<String>,
+    pub image: Option<String>,
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunPolicy {
+    pub backoff_limit: Option<i32>,
+    pub active_deadline_seconds: Option<i64>,
+    pub restart_policy: Option<String>,
+    pub ttl_seconds_after_finished: Option<i32>,
+    pub scheduler_name: Option<String>,
+    pub priority_class_name: Option<String>,
+    pub queue: Option<String>,
+}

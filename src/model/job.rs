@@ -1,0 +1,286 @@
+//! The validated job that the compile stage consumes: every default applied,
+//! every choice made. Built only from definitions that passed validation.
+
+use std::collections::BTreeMap;
+
+use crate::model::definition::{self as def, HyperparameterStyle, Target};
+use crate::model::project::Defaults;
+
+pub const DEFAULT_NAMESPACE: &str = "default";
+pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
+pub const DEFAULT_PORT: u16 = 2222;
+pub const DEFAULT_BACKOFF_LIMIT: i32 = 3;
+pub const DEFAULT_RESTART_POLICY: &str = "OnFailure";
+pub const DEFAULT_TENSORBOARD_IMAGE: &str = "tensorflow/tensorflow:2.16.1";
+pub const DEFAULT_TENSORBOARD_PORT: u16 = 6006;
+pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Source file, as shown in generated-file headers.
+    pub source: String,
+    pub name: String,
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub target: Target,
+    pub image_pull_policy: Option<String>,
+    /// `(name, value)`, sorted by name.
+    pub hyperparameters: Vec<(String, String)>,
+    pub hyperparameter_flags: bool,
+    pub hyperparameter_env: bool,
+    pub tf_config: bool,
+    pub legacy_flags: bool,
+    pub gpu_resource_name: String,
+    /// Roles with at least one replica, in the order chief, ps, worker, evaluator.
+    pub roles: Vec<Role>,
+    pub storage: Vec<Volume>,
+    pub shm_size: Option<String>,
+    pub tensorboard: Option<TensorBoard>,
+    pub run_policy: RunPolicy,
+    pub service_account_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RoleKind {
+    Chief,
+    Ps,
+    Worker,
+    Evaluator,
+}
+
+impl RoleKind {
+    pub const ALL: [RoleKind; 4] = [Self::Chief, Self::Ps, Self::Worker, Self::Evaluator];
+
+    /// The task type as TensorFlow spells it in `TF_CONFIG`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chief => "chief",
+            Self::Ps => "ps",
+            Self::Worker => "worker",
+            Self::Evaluator => "evaluator",
+        }
+    }
+
+    pub fn of(self, roles: &def::Roles) -> Option<&def::Role> {
+        match self {
+            Self::Chief => roles.chief.as_ref(),
+            Self::Ps => roles.ps.as_ref(),
+            Self::Worker => roles.worker.as_ref(),
+            Self::Evaluator => roles.evaluator.as_ref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Role {
+    pub kind: RoleKind,
+    pub replicas: u32,
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+    /// Job-wide variables overridden by the role's own.
+    pub env: BTreeMap<String, String>,
+    pub port: u16,
+    pub cpu: Option<String>,
+    pub memory: Option<String>,
+    pub gpu: u32,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<def::Toleration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Volume {
+    pub name: String,
+    pub mount_path: String,
+    pub read_only: bool,
+    pub source: VolumeSource,
+}
+
+#[derive(Debug, Clone)]
+pub enum VolumeSource {
+    /// An NFS export: trainc writes a PersistentVolume and a claim bound to it
+    /// by labels.
+    Nfs {
+        server: String,
+        path: String,
+        size: String,
+        access_mode: String,
+    },
+    /// A claim that already exists in the namespace.
+    ExistingClaim(String),
+    /// A claim provisioned by a storage class (the cluster default when `None`).
+    Dynamic {
+        storage_class: Option<String>,
+        size: String,
+        access_mode: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct TensorBoard {
+    pub log_dir: String,
+    pub service_type: String,
+    pub image: String,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunPolicy {
+    pub backoff_limit: i32,
+    pub active_deadline_seconds: Option<i64>,
+    pub restart_policy: String,
+    pub ttl_seconds_after_finished: Option<i32>,
+    pub scheduler_name: Option<String>,
+    pub priority_class_name: Option<String>,
+    pub queue: Option<String>,
+}
+
+/// The namespace a definition lands in.
+pub fn namespace_of(def: &def::TrainingJob, defaults: &Defaults) -> String {
+    def.metadata
+        .namespace
+        .clone()
+        .or_else(|| defaults.namespace.clone())
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned())
+}
+
+fn scalar_map(m: &BTreeMap<String, def::Scalar>) -> impl Iterator<Item = (String, String)> + '_ {
+    m.iter().map(|(k, v)| (k.clone(), v.render()))
+}
+
+/// Applies project defaults and built-in defaults. This is the one place
+/// defaults live.
+pub fn resolve(def: &def::TrainingJob, defaults: &Defaults, source: &str) -> Job {
+    let spec = &def.spec;
+    let mut labels = defaults.labels.clone();
+    labels.extend(def.metadata.labels.clone());
+    let mut annotations = defaults.annotations.clone();
+    annotations.extend(def.metadata.annotations.clone());
+    let styles = spec
+        .hyperparameters_as
+        .clone()
+        .unwrap_or_else(|| vec![HyperparameterStyle::Flags]);
+    let roles = RoleKind::ALL
+        .into_iter()
+        .filter_map(|kind| {
+            let r = kind.of(&spec.roles)?;
+            (r.replicas > 0).then(|| {
+                let mut env: BTreeMap<String, String> = scalar_map(&spec.env).collect();
+                env.extend(scalar_map(&r.env));
+                Role {
+                    kind,
+                    replicas: r.replicas,
+                    image: r.image.clone().unwrap_or_else(|| spec.image.clone()),
+                    command: r.command.clone().unwrap_or_else(|| spec.command.clone()),
+                    args: r.args.clone().unwrap_or_else(|| spec.args.clone()),
+                    env,
+                    port: r.port.unwrap_or(DEFAULT_PORT),
+                    cpu: r.resources.cpu.as_ref().map(def::Scalar::render),
+                    memory: r.resources.memory.as_ref().map(def::Scalar::render),
+                    gpu: r.resources.gpu.unwrap_or(0),
+                    node_selector: r.node_selector.clone(),
+                    tolerations: r.tolerations.clone(),
+                }
+            })
+        })
+        .collect();
+    let storage = spec
+        .storage
+        .iter()
+        .map(|v| {
+            let size = v.size.as_ref().map(def::Scalar::render).unwrap_or_default();
+            let access_mode = v
+                .access_mode
+                .clone()
+                .unwrap_or_else(|| DEFAULT_ACCESS_MODE.to_owned());
+            let source = if let Some(nfs) = &v.nfs {
+                VolumeSource::Nfs {
+                    server: nfs.server.clone(),
+                    path: nfs.path.clone(),
+                    size,
+                    access_mode,
+                }
+            } else if let Some(claim) = &v.existing_claim {
+                VolumeSource::ExistingClaim(claim.clone())
+            } else {
+                VolumeSource::Dynamic {
+                    storage_class: v.storage_class.clone(),
+                    size,
+                    access_mode,
+                }
+            };
+            Volume {
+                name: v.name.clone(),
+                mount_path: v.mount_path.clone(),
+                read_only: v.read_only,
+                source,
+            }
+        })
+        .collect();
+    let rp = &spec.run_policy;
+    Job {
+        source: source.to_owned(),
+        name: def.metadata.name.clone(),
+        namespace: namespace_of(def, defaults),
+        labels,
+        annotations,
+        target: spec
+            .target
+            .or(defaults.target)
+            .unwrap_or(Target::Kubernetes),
+        image_pull_policy: spec.image_pull_policy.clone(),
+        hyperparameters: scalar_map(&spec.hyperparameters).collect(),
+        hyperparameter_flags: styles.contains(&HyperparameterStyle::Flags),
+        hyperparameter_env: styles.contains(&HyperparameterStyle::Env),
+        tf_config: spec.cluster_spec.tf_config,
+        legacy_flags: spec.cluster_spec.legacy_flags,
+        gpu_resource_name: spec
+            .gpu_resource_name
+            .clone()
+            .or_else(|| defaults.gpu_resource_name.clone())
+            .unwrap_or_else(|| DEFAULT_GPU_RESOURCE.to_owned()),
+        roles,
+        storage,
+        shm_size: spec.shm_size.as_ref().map(def::Scalar::render),
+        tensorboard: spec
+            .tensorboard
+            .as_ref()
+            .filter(|t| t.enabled)
+            .map(|t| TensorBoard {
+                log_dir: t.log_dir.clone(),
+                service_type: t.service.clone().unwrap_or_else(|| "ClusterIP".to_owned()),
+                image: t
+                    .image
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_TENSORBOARD_IMAGE.to_owned()),
+                port: t.port.unwrap_or(DEFAULT_TENSORBOARD_PORT),
+            }),
+        run_policy: RunPolicy {
+            backoff_limit: rp.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT),
+            active_deadline_seconds: rp.active_deadline_seconds,
+            restart_policy: rp
+                .restart_policy
+                .clone()
+                .unwrap_or_else(|| DEFAULT_RESTART_POLICY.to_owned()),
+            ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
+            scheduler_name: rp.scheduler_name.clone(),
+            priority_class_name: rp.priority_class_name.clone(),
+            queue: rp.queue.clone(),
+        },
+        service_account_name: spec.service_account_name.clone(),
+    }
+}
+
+/// `HP_` plus the name upper-cased, with anything but letters and digits as `_`.
+pub fn hyperparameter_env_name(name: &str) -> String {
+    let mut s = String::from("HP_");
+    s.extend(name.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    s
+}

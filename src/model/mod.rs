@@ -1,0 +1,7 @@
+//! The typed definition (as written), the project file, and the resolved job.
+
+pub mod definition;
+pub mod job;
+pub mod project;
+
+pub use job::Job;

@@ -1,0 +1,33 @@
+//! The project file (`trainc.yaml`), mirroring `schema/project.schema.json`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::model::definition::Target;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProjectFile {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    pub sources: Option<Vec<String>>,
+    pub output: Option<String>,
+    #[serde(default)]
+    pub defaults: Defaults,
+}
+
+/// Values a definition gets when it does not set them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Defaults {
+    pub namespace: Option<String>,
+    pub target: Option<Target>,
+    pub gpu_resource_name: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}

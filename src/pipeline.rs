@@ -1,0 +1,73 @@
+//! The stages wired together: what `validate` and `build` run.
+
+use std::path::{Path, PathBuf};
+
+use crate::compile::{self, CompiledJob};
+use crate::diagnostic::{self, Diagnostic};
+use crate::emit::{self, Tree};
+use crate::load::project::Project;
+use crate::load::{self, Document};
+use crate::model::Job;
+use crate::validate;
+
+/// Loads every document under `paths` (or the project's sources when empty).
+/// Findings from all files are gathered before giving up.
+pub fn load(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<Document>, Vec<Diagnostic>> {
+    let roots: Vec<PathBuf> = if paths.is_empty() {
+        project.sources.clone()
+    } else {
+        paths.iter().map(|p| cwd.join(p)).collect()
+    };
+    let mut exclude = vec![project.output.clone()];
+    exclude.extend(project.file.clone());
+    let files = load::discover(&roots, &exclude).map_err(|d| vec![d])?;
+    if files.is_empty() {
+        let shown: Vec<String> = roots
+            .iter()
+            .map(|r| load::display_name(&project.root, r))
+            .collect();
+        return Err(vec![Diagnostic::new(format!("no definitions found in {}", shown.join(", "))).hint(
+            "pass definition files or directories, or list them under `sources` in trainc.yaml (`trainc init` writes a starter)",
+        )]);
+    }
+    let mut docs = Vec::new();
+    let mut diags = Vec::new();
+    for path in &files {
+        let name = load::display_name(&project.root, path);
+        match load::read(path, name).and_then(|f| load::parse(&f)) {
+            Ok(d) => docs.extend(d),
+            Err(d) => diags.push(d),
+        }
+    }
+    if diags.is_empty() {
+        Ok(docs)
+    } else {
+        diagnostic::normalize(&mut diags);
+        Err(diags)
+    }
+}
+
+/// Validates and resolves.
+pub fn check(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<Job>, Vec<Diagnostic>> {
+    let docs = load(project, cwd, paths)?;
+    validate::validate(&docs, &project.defaults)
+}
+
+/// Compiles valid jobs into the output tree, in memory.
+pub fn render(jobs: &[Job]) -> Result<(Vec<CompiledJob>, Tree), Vec<Diagnostic>> {
+    let compiled: Vec<CompiledJob> = jobs.iter().map(compile::compile).collect();
+    let tree = emit::emit(&compiled).map_err(|e| {
+        vec![Diagnostic::new(format!(
+            "internal error: cannot serialize a manifest: {e}"
+        ))]
+    })?;
+    Ok((compiled, tree))
+}

@@ -1,0 +1,89 @@
+//! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
+//! invalid definition: [`validate`] returns resolved jobs or every finding.
+
+pub mod rules;
+pub mod schema;
+mod suggest;
+
+use std::collections::BTreeMap;
+
+use crate::diagnostic::{self, Diagnostic};
+use crate::load::Document;
+use crate::model::definition::TrainingJob;
+use crate::model::job::{self, Job, namespace_of};
+use crate::model::project::Defaults;
+
+pub use suggest::did_you_mean;
+
+/// Validates every document and resolves the valid ones. Findings from all
+/// documents are gathered, so one run reports everything.
+pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
+    for doc in docs {
+        let found = schema::TRAINING_JOB.check(doc);
+        if !found.is_empty() {
+            diags.extend(found);
+            continue;
+        }
+        match serde_json::from_value::<TrainingJob>(doc.value.clone()) {
+            Ok(def) => {
+                let found = rules::check(doc, &def, defaults);
+                if found.is_empty() {
+                    valid.push((doc, def));
+                } else {
+                    diags.extend(found);
+                }
+            }
+            // The schema accepted what the model cannot hold: a trainc bug,
+            // reported as a finding rather than a panic.
+            Err(e) => diags.push(
+                Diagnostic::new(format!("internal error: schema and model disagree: {e}"))
+                    .at(doc.locate(""))
+                    .hint("please report this with the definition that triggers it"),
+            ),
+        }
+    }
+    duplicates(&valid, defaults, &mut diags);
+    if !diags.is_empty() {
+        diagnostic::normalize(&mut diags);
+        return Err(diags);
+    }
+    let mut jobs: Vec<Job> = valid
+        .iter()
+        .map(|(doc, def)| job::resolve(def, defaults, &doc.file.name))
+        .collect();
+    jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Ok(jobs)
+}
+
+/// The same job (namespace + name) defined twice would write the same files.
+fn duplicates(
+    valid: &[(&Document, TrainingJob)],
+    defaults: &Defaults,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut seen: BTreeMap<(String, String), &Document> = BTreeMap::new();
+    // Report the later definition (by file name, then position), whatever
+    // order the files were given in.
+    let mut ordered: Vec<&(&Document, TrainingJob)> = valid.iter().collect();
+    ordered.sort_by_key(|(doc, _)| {
+        let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
+        (doc.file.name.clone(), pos)
+    });
+    for (doc, def) in ordered {
+        let key = (namespace_of(def, defaults), def.metadata.name.clone());
+        if let Some(first) = seen.get(&key) {
+            let mut d = Diagnostic::new(format!("job `{}/{}` is defined twice", key.0, key.1))
+                .path("metadata.name")
+                .at(doc.locate("/metadata/name"))
+                .hint("give each job its own name or namespace");
+            if let Some(loc) = first.locate("/metadata/name") {
+                d = d.related("first defined here", loc);
+            }
+            diags.push(d);
+        } else {
+            seen.insert(key, doc);
+        }
+    }
+}

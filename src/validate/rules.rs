@@ -1,0 +1,442 @@
+//! Semantic rules: what the schema cannot say. Each rule reads the typed
+//! definition and reports findings located through the document's spans.
+
+use std::collections::BTreeMap;
+
+use crate::diagnostic::Diagnostic;
+use crate::load::{Document, pointer_segment};
+use crate::model::definition::{Scalar, TrainingJob};
+use crate::model::job::{RoleKind, namespace_of};
+use crate::model::project::Defaults;
+use crate::names;
+use crate::quantity;
+
+/// Names trainc passes itself; a hyperparameter of the same name would give the
+/// program the flag twice.
+const LEGACY_FLAGS: [&str; 4] = ["ps_hosts", "worker_hosts", "job_name", "task_index"];
+/// Where the cluster-spec ConfigMap is mounted in every task.
+pub const CLUSTER_SPEC_MOUNT: &str = "/etc/trainc";
+/// Label prefixes trainc owns; user labels under them would break selectors.
+const RESERVED_LABEL_PREFIXES: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
+
+struct Ctx<'a> {
+    doc: &'a Document,
+    out: Vec<Diagnostic>,
+}
+
+impl Ctx<'_> {
+    fn error(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
+        let hint = hint.into();
+        let mut d = Diagnostic::new(message)
+            .path(crate::validate::schema::dotted(pointer))
+            .at(self.doc.locate(pointer));
+        if !hint.is_empty() {
+            d = d.hint(hint);
+        }
+        self.out.push(d);
+    }
+
+    fn error_at_key(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
+        self.out.push(
+            Diagnostic::new(message)
+                .path(crate::validate::schema::dotted(pointer))
+                .at(self.doc.locate_key(pointer))
+                .hint(hint),
+        );
+    }
+}
+
+/// Runs every rule on one schema-valid definition.
+pub fn check(doc: &Document, def: &TrainingJob, defaults: &Defaults) -> Vec<Diagnostic> {
+    let mut cx = Ctx {
+        doc,
+        out: Vec::new(),
+    };
+    roles(&mut cx, def);
+    quantities(&mut cx, def);
+    storage(&mut cx, def);
+    tensorboard(&mut cx, def);
+    environment(&mut cx, def);
+    labels(&mut cx, def);
+    generated_names(&mut cx, def, defaults);
+    cx.out
+}
+
+fn replicas(def: &TrainingJob, kind: RoleKind) -> u32 {
+    kind.of(&def.spec.roles).map_or(0, |r| r.replicas)
+}
+
+fn roles(cx: &mut Ctx, def: &TrainingJob) {
+    // Parameter-server training, in both the TF1 layout (ps + workers) and the
+    // TF2 layout (a chief coordinating ps + workers), needs both kinds of task.
+    for (kind, what) in [
+        (RoleKind::Ps, "parameter server"),
+        (RoleKind::Worker, "worker"),
+    ] {
+        if replicas(def, kind) == 0 {
+            let role = kind.as_str();
+            let pointer = if kind.of(&def.spec.roles).is_some() {
+                format!("/spec/roles/{role}/replicas")
+            } else {
+                "/spec/roles".to_owned()
+            };
+            cx.error_at_key(
+                &pointer,
+                format!("the parameter-server strategy needs at least one {what}"),
+                format!("set `spec.roles.{role}.replicas` to 1 or more"),
+            );
+        }
+    }
+    if replicas(def, RoleKind::Chief) > 1 {
+        cx.error(
+            "/spec/roles/chief/replicas",
+            "a job has at most one chief",
+            "set `replicas: 1`; use `worker` for more tasks",
+        );
+    }
+    if replicas(def, RoleKind::Evaluator) > 1 {
+        cx.error(
+            "/spec/roles/evaluator/replicas",
+            "TensorFlow runs at most one evaluator",
+            "set `replicas: 1`",
+        );
+    }
+}
+
+fn check_quantity(cx: &mut Ctx, pointer: &str, q: &Scalar, what: &str) {
+    match quantity::parse(&q.render()) {
+        Err(e) => cx.error(
+            pointer,
+            e,
+            format!(
+                "write {what} as a Kubernetes quantity, e.g. {}",
+                example(what)
+            ),
+        ),
+        Ok(v) if v <= 0.0 => cx.error(
+            pointer,
+            format!("{what} must be greater than zero"),
+            format!("e.g. {}", example(what)),
+        ),
+        Ok(_) => {}
+    }
+}
+
+fn example(what: &str) -> &'static str {
+    match what {
+        "cpu" => "`500m` or `2`",
+        _ => "`512Mi` or `8Gi`",
+    }
+}
+
+fn quantities(cx: &mut Ctx, def: &TrainingJob) {
+    for kind in RoleKind::ALL {
+        let Some(r) = kind.of(&def.spec.roles) else {
+            continue;
+        };
+        let base = format!("/spec/roles/{}/resources", kind.as_str());
+        if let Some(q) = &r.resources.cpu {
+            check_quantity(cx, &format!("{base}/cpu"), q, "cpu");
+        }
+        if let Some(q) = &r.resources.memory {
+            check_quantity(cx, &format!("{base}/memory"), q, "memory");
+        }
+    }
+    for (i, v) in def.spec.storage.iter().enumerate() {
+        if let Some(q) = &v.size {
+            check_quantity(cx, &format!("/spec/storage/{i}/size"), q, "size");
+        }
+    }
+    if let Some(q) = &def.spec.shm_size {
+        check_quantity(cx, "/spec/shmSize", q, "shmSize");
+    }
+}
+
+fn storage(cx: &mut Ctx, def: &TrainingJob) {
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut mounts: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, v) in def.spec.storage.iter().enumerate() {
+        let at = format!("/spec/storage/{i}");
+        if let Some(first) = names.insert(&v.name, i) {
+            cx.error(
+                &format!("{at}/name"),
+                format!(
+                    "volume name `{}` is already used by spec.storage[{first}]",
+                    v.name
+                ),
+                "give every volume its own name",
+            );
+        }
+        let mount = v.mount_path.trim_end_matches('/');
+        let mount = if mount.is_empty() { "/" } else { mount };
+        if let Some(first) = mounts.insert(mount, i) {
+            cx.error(
+                &format!("{at}/mountPath"),
+                format!("mount path `{mount}` is already used by spec.storage[{first}]"),
+                "mount every volume at its own path",
+            );
+        }
+        if mount == CLUSTER_SPEC_MOUNT || (def.spec.shm_size.is_some() && mount == "/dev/shm") {
+            cx.error(
+                &format!("{at}/mountPath"),
+                format!("mount path `{mount}` is reserved by trainc"),
+                format!("`{CLUSTER_SPEC_MOUNT}` holds the cluster spec and `/dev/shm` the shared-memory volume"),
+            );
+        }
+        let sources = [
+            ("nfs", v.nfs.is_some()),
+            ("existingClaim", v.existing_claim.is_some()),
+            ("storageClass", v.storage_class.is_some()),
+        ];
+        let given: Vec<&str> = sources.iter().filter(|s| s.1).map(|s| s.0).collect();
+        if given.len() > 1 {
+            cx.error_at_key(
+                &format!("{at}/{}", given[1]),
+                format!("a volume takes one of `nfs`, `existingClaim` or `storageClass`, found `{}` and `{}`", given[0], given[1]),
+                "keep the one that says where the data lives",
+            );
+        }
+        if v.existing_claim.is_some() {
+            if v.size.is_some() {
+                cx.error_at_key(
+                    &format!("{at}/size"),
+                    "`size` has no effect on an existing claim",
+                    "remove `size`; the claim's own size applies",
+                );
+            }
+            if v.access_mode.is_some() {
+                cx.error_at_key(
+                    &format!("{at}/accessMode"),
+                    "`accessMode` has no effect on an existing claim",
+                    "remove `accessMode`; the claim's own access modes apply",
+                );
+            }
+        } else if v.size.is_none() {
+            cx.error_at_key(
+                &at,
+                format!("volume `{}` needs a `size`", v.name),
+                "add e.g. `size: 10Gi`",
+            );
+        }
+    }
+}
+
+/// Whether `path` is `mount` or lies below it.
+fn lies_on(path: &str, mount: &str) -> bool {
+    let mount = mount.trim_end_matches('/');
+    path == mount || path.starts_with(&format!("{mount}/")) || mount.is_empty()
+}
+
+fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
+    let Some(tb) = def.spec.tensorboard.as_ref().filter(|t| t.enabled) else {
+        return;
+    };
+    if !def
+        .spec
+        .storage
+        .iter()
+        .any(|v| lies_on(&tb.log_dir, &v.mount_path))
+    {
+        let mounts: Vec<String> = def
+            .spec
+            .storage
+            .iter()
+            .map(|v| format!("`{}`", v.mount_path))
+            .collect();
+        let hint = if mounts.is_empty() {
+            "add a shared volume under `spec.storage`, so training and TensorBoard see the same files".to_owned()
+        } else {
+            format!(
+                "put the log directory below a mounted volume: {}",
+                mounts.join(", ")
+            )
+        };
+        cx.error(
+            "/spec/tensorboard/logDir",
+            format!("log directory `{}` is not on a mounted volume", tb.log_dir),
+            hint,
+        );
+    }
+}
+
+fn environment(cx: &mut Ctx, def: &TrainingJob) {
+    let spec = &def.spec;
+    if spec.cluster_spec.tf_config {
+        let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
+        for kind in RoleKind::ALL {
+            if let Some(r) = kind.of(&spec.roles) {
+                scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
+            }
+        }
+        for (at, env) in scopes {
+            if env.contains_key("TF_CONFIG") {
+                cx.error_at_key(
+                    &format!("{at}/TF_CONFIG"),
+                    "`TF_CONFIG` is derived by trainc",
+                    "remove it, or set `spec.clusterSpec.tfConfig: false` to manage it yourself",
+                );
+            }
+        }
+    }
+    if spec.cluster_spec.legacy_flags {
+        for name in LEGACY_FLAGS {
+            if spec.hyperparameters.contains_key(name) {
+                cx.error_at_key(
+                    &format!("/spec/hyperparameters/{name}"),
+                    format!("hyperparameter `{name}` clashes with the cluster flag `--{name}`"),
+                    "rename the hyperparameter, or turn off `spec.clusterSpec.legacyFlags`",
+                );
+            }
+        }
+    }
+}
+
+fn label_name_ok(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn subdomain_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            let b = part.as_bytes();
+            !b.is_empty()
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        })
+}
+
+/// A label or annotation key: `[prefix/]name`.
+fn key_ok(key: &str) -> bool {
+    match key.split_once('/') {
+        Some((prefix, name)) => subdomain_ok(prefix) && label_name_ok(name),
+        None => label_name_ok(key),
+    }
+}
+
+fn labels(cx: &mut Ctx, def: &TrainingJob) {
+    for (field, map, values_are_labels) in [
+        ("labels", &def.metadata.labels, true),
+        ("annotations", &def.metadata.annotations, false),
+    ] {
+        for (k, v) in map {
+            let at = format!("/metadata/{field}/{}", pointer_segment(k));
+            if !key_ok(k) {
+                cx.error_at_key(
+                    &at,
+                    format!("`{k}` is not a valid {} key", &field[..field.len() - 1]),
+                    "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'",
+                );
+            } else if RESERVED_LABEL_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                cx.error_at_key(
+                    &at,
+                    format!("`{k}` is set by trainc"),
+                    "trainc sets the `app.kubernetes.io/*` and `trainc.dev/*` keys itself; use another prefix",
+                );
+            }
+            if values_are_labels && !(v.is_empty() || label_name_ok(v)) {
+                cx.error(
+                    &at,
+                    format!("`{v}` is not a valid label value"),
+                    "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+                );
+            }
+        }
+    }
+}
+
+/// Every generated name must fit its kind's limit. The check uses the longest
+/// name of each kind (highest task index, full hash), built by the same
+/// functions the compiler uses.
+fn generated_names(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+    let job = &def.metadata.name;
+    let namespace = namespace_of(def, defaults);
+    let hash = "0".repeat(names::HASH_LEN);
+    let mut longest: Option<(String, &str, usize)> = None;
+    let mut consider = |name: String, kind: &'static str, limit: usize| {
+        if name.len() > limit
+            && longest
+                .as_ref()
+                .is_none_or(|l| name.len() - limit > l.0.len() - l.2)
+        {
+            longest = Some((name, kind, limit));
+        }
+    };
+    for kind in RoleKind::ALL {
+        let n = replicas(def, kind);
+        if n > 0 {
+            let role = kind.as_str();
+            consider(names::task(job, role, n - 1), "Service", names::LABEL_MAX);
+            consider(
+                names::task_job(job, role, n - 1, &hash),
+                "Job",
+                names::LABEL_MAX,
+            );
+        }
+    }
+    if def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled) {
+        consider(names::tensorboard(job), "Service", names::LABEL_MAX);
+    }
+    consider(names::cluster_spec(job), "ConfigMap", names::SUBDOMAIN_MAX);
+    for v in &def.spec.storage {
+        if v.existing_claim.is_none() {
+            consider(
+                names::claim(job, &v.name),
+                "PersistentVolumeClaim",
+                names::SUBDOMAIN_MAX,
+            );
+        }
+        if v.nfs.is_some() {
+            consider(
+                names::volume(&namespace, job, &v.name),
+                "PersistentVolume",
+                names::SUBDOMAIN_MAX,
+            );
+        }
+    }
+    if let Some((name, kind, limit)) = longest {
+        let over = name.len() - limit;
+        let max = job.len().saturating_sub(over);
+        cx.error(
+            "/metadata/name",
+            format!(
+                "generated {kind} name `{name}` is {} characters, over the {limit}-character limit",
+                name.len()
+            ),
+            if max > 0 {
+                format!("shorten `metadata.name` to at most {max} characters")
+            } else {
+                "shorten the names that make it up".to_owned()
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_keys() {
+        assert!(key_ok("team"));
+        assert!(key_ok("example.com/team"));
+        assert!(!key_ok("Example.com/team"));
+        assert!(!key_ok("-team"));
+        assert!(!key_ok(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn log_dir_on_volume() {
+        assert!(lies_on("/data/logs", "/data"));
+        assert!(lies_on("/data", "/data/"));
+        assert!(!lies_on("/database/logs", "/data"));
+    }
+}

@@ -1,0 +1,283 @@
+//! JSON Schema validation of a raw document, with findings mapped back to the
+//! YAML source.
+
+use std::sync::LazyLock;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::Value;
+
+use crate::diagnostic::Diagnostic;
+use crate::load::{Document, pointer_segment};
+use crate::validate::suggest::did_you_mean;
+
+/// The definition schema, exactly as shipped in `schema/`; `trainc schema`
+/// prints these bytes.
+pub const TRAINING_JOB_SCHEMA: &str = include_str!("../../schema/trainingjob.schema.json");
+/// The project-file schema.
+pub const PROJECT_SCHEMA: &str = include_str!("../../schema/project.schema.json");
+
+/// A compiled schema together with its JSON, which the error mapper reads for
+/// field names ("did you mean") and `patternErrorMessage` hints.
+pub struct Schema {
+    json: Value,
+    validator: Validator,
+}
+
+pub static TRAINING_JOB: LazyLock<Schema> = LazyLock::new(|| Schema::new(TRAINING_JOB_SCHEMA));
+pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(PROJECT_SCHEMA));
+
+impl Schema {
+    /// Panics only if the embedded schema is broken, which the test suite
+    /// rules out; it never depends on user input.
+    #[allow(clippy::expect_used)]
+    fn new(text: &str) -> Self {
+        let json: Value = serde_json::from_str(text).expect("embedded schema is JSON");
+        let validator = jsonschema::draft202012::new(&json).expect("embedded schema compiles");
+        Self { json, validator }
+    }
+
+    /// Every schema violation of `doc`, located in its source file.
+    pub fn check(&self, doc: &Document) -> Vec<Diagnostic> {
+        self.validator
+            .iter_errors(&doc.value)
+            .flat_map(|e| self.describe(doc, &e))
+            .collect()
+    }
+
+    fn describe(&self, doc: &Document, e: &ValidationError) -> Vec<Diagnostic> {
+        let pointer = e.instance_path().as_str().to_owned();
+        let schema_path = e.schema_path().as_str();
+        // The schema object that holds the failing keyword.
+        let subschema = schema_path
+            .rfind('/')
+            .and_then(|i| self.json.pointer(&schema_path[..i]));
+        let path = dotted(&pointer);
+        let instance = e.instance();
+        let diag = |msg: String| Diagnostic::new(msg).path(path.clone());
+        match e.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known: Vec<&str> = subschema
+                    .and_then(|s| s.get("properties"))
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                unexpected
+                    .iter()
+                    .map(|key| {
+                        let child = format!("{pointer}/{}", pointer_segment(key));
+                        let hint = match did_you_mean(key, known.iter().copied()) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None if known.is_empty() => "remove this field".to_owned(),
+                            None => format!("expected one of {}", list(known.iter().copied())),
+                        };
+                        diag(format!("unknown field `{key}`"))
+                            .at(doc.locate_key(&child))
+                            .hint(hint)
+                    })
+                    .collect()
+            }
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                vec![
+                    diag(format!("missing required field `{name}`"))
+                        .at(doc.locate_key(&pointer))
+                        .hint(format!("add `{name}:` here")),
+                ]
+            }
+            ValidationErrorKind::Type { kind } => {
+                let expected = match kind {
+                    TypeKind::Single(t) => t.to_string(),
+                    TypeKind::Multiple(ts) => ts
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                };
+                let mut d = diag(format!(
+                    "expected {expected}, found {} {}",
+                    type_name(instance),
+                    short(instance)
+                ))
+                .at(doc.locate(&pointer));
+                if expected == "integer" && instance.is_number() {
+                    d = d.hint("use a whole number");
+                } else if expected.contains("string") && instance.is_null() {
+                    d = d.hint("give a value or remove the field");
+                }
+                vec![d]
+            }
+            ValidationErrorKind::Enum { options } => {
+                let opts: Vec<&str> = options
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let hint = match instance
+                    .as_str()
+                    .and_then(|s| did_you_mean(s, opts.iter().copied()))
+                {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("expected one of {}", list(opts.iter().copied())),
+                };
+                vec![
+                    diag(format!("{} is not a supported value", short(instance)))
+                        .at(doc.locate(&pointer))
+                        .hint(hint),
+                ]
+            }
+            ValidationErrorKind::Constant { expected_value } => vec![
+                diag(format!(
+                    "expected {}, found {}",
+                    short(expected_value),
+                    short(instance)
+                ))
+                .at(doc.locate(&pointer))
+                .hint(format!("write {}", short(expected_value))),
+            ],
+            ValidationErrorKind::Minimum { limit } => vec![
+                diag(format!("{} is less than {limit}", short(instance))).at(doc.locate(&pointer)),
+            ],
+            ValidationErrorKind::Maximum { limit } => vec![
+                diag(format!("{} is greater than {limit}", short(instance)))
+                    .at(doc.locate(&pointer)),
+            ],
+            ValidationErrorKind::MaxLength { limit } => vec![
+                diag(format!(
+                    "{} is longer than {limit} characters",
+                    short(instance)
+                ))
+                .at(doc.locate(&pointer))
+                .hint(format!("shorten it to at most {limit} characters")),
+            ],
+            ValidationErrorKind::MinLength { .. } => {
+                vec![diag("must not be empty".to_owned()).at(doc.locate(&pointer))]
+            }
+            ValidationErrorKind::MinItems { limit } => vec![
+                diag(format!(
+                    "needs at least {limit} item{}",
+                    if *limit == 1 { "" } else { "s" }
+                ))
+                .at(doc.locate(&pointer)),
+            ],
+            ValidationErrorKind::MinProperties { .. } => vec![
+                diag("must not be empty".to_owned())
+                    .at(doc.locate(&pointer))
+                    .hint(subschema_keys_hint(subschema)),
+            ],
+            ValidationErrorKind::UniqueItems => {
+                vec![diag("lists the same item twice".to_owned()).at(doc.locate(&pointer))]
+            }
+            ValidationErrorKind::Pattern { .. } => {
+                let hint = subschema
+                    .and_then(|s| s.get("patternErrorMessage"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("see `trainc schema` for the accepted form");
+                vec![
+                    diag(format!("{} is not valid here", short(instance)))
+                        .at(doc.locate(&pointer))
+                        .hint(hint),
+                ]
+            }
+            ValidationErrorKind::PropertyNames { error } => {
+                // The inner error is about the key itself: point at the key.
+                let key = error.instance().as_str().unwrap_or_default();
+                let child = format!("{pointer}/{}", pointer_segment(key));
+                let hint = self
+                    .json
+                    .pointer(
+                        error
+                            .schema_path()
+                            .as_str()
+                            .rsplit_once('/')
+                            .map_or("", |p| p.0),
+                    )
+                    .and_then(|s| s.get("patternErrorMessage"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("rename this key");
+                vec![
+                    diag(format!("`{key}` is not a valid name here"))
+                        .at(doc.locate_key(&child))
+                        .hint(hint),
+                ]
+            }
+            _ => vec![diag(e.to_string()).at(doc.locate(&pointer))],
+        }
+    }
+}
+
+fn subschema_keys_hint(subschema: Option<&Value>) -> String {
+    let keys: Vec<&str> = subschema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    format!("add one of {}", list(keys.into_iter()))
+}
+
+fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    items
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// A value as shown in a message: scalars in full (shortened when long),
+/// collections by kind.
+pub fn short(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() > 40 => {
+            format!("`{}…`", s.chars().take(40).collect::<String>())
+        }
+        Value::String(s) => format!("`{s}`"),
+        Value::Array(_) | Value::Object(_) => String::new(),
+        other => format!("`{other}`"),
+    }
+}
+
+/// `/spec/roles/worker/replicas` → `spec.roles.worker.replicas`;
+/// `/spec/storage/0/name` → `spec.storage[0].name`.
+pub fn dotted(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_schemas_compile() {
+        let _ = &TRAINING_JOB.validator;
+        let _ = &PROJECT.validator;
+    }
+
+    #[test]
+    fn dotted_paths() {
+        assert_eq!(dotted("/spec/storage/0/name"), "spec.storage[0].name");
+        assert_eq!(dotted("/metadata/labels/a~1b"), "metadata.labels.a/b");
+        assert_eq!(dotted(""), "");
+    }
+}
