@@ -130,10 +130,11 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
     }
     let n = diags.len();
     if n > 0 {
-        let summary = format!(
-            "could not compile: {n} error{}",
-            if n == 1 { "" } else { "s" }
-        );
+        let summary = if n == 1 {
+            "aborting due to 1 previous error; nothing was written".to_owned()
+        } else {
+            format!("aborting due to {n} previous errors; nothing was written")
+        };
         let _ = writeln!(
             out,
             "{}",

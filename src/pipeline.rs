@@ -24,7 +24,7 @@ pub fn load(
     };
     let mut exclude = vec![project.output.clone()];
     exclude.extend(project.file.clone());
-    let files = load::discover(&roots, &exclude).map_err(|d| vec![d])?;
+    let files = load::discover(&project.root, &roots, &exclude).map_err(|d| vec![d])?;
     if files.is_empty() {
         let shown: Vec<String> = roots
             .iter()

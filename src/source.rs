@@ -45,13 +45,20 @@ impl Location {
             .byte
             .unwrap_or_else(|| byte_of(text, self.pos.line, self.pos.column))
             .min(text.len());
+        let mut start = start;
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
         let mut end = (start + self.pos.len.max(1)).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
         // Never underline past the end of the line the caret starts on.
         if let Some(nl) = text[start..end].find('\n') {
             end = start + nl.max(1).min(end - start);
-        }
-        while end < text.len() && !text.is_char_boundary(end) {
-            end += 1;
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
         }
         start..end
     }
@@ -75,6 +82,29 @@ fn byte_of(text: &str, line: usize, column: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_range_stays_on_char_boundaries() {
+        let file = std::sync::Arc::new(SourceFile {
+            name: "t".into(),
+            text: "ab\u{fffd}c\n\u{e9}".into(),
+        });
+        for byte in 0..file.text.len() + 2 {
+            for len in 0..6 {
+                let loc = Location::new(
+                    &file,
+                    Pos {
+                        line: 1,
+                        column: 1,
+                        byte: Some(byte),
+                        len,
+                    },
+                );
+                let r = loc.byte_range();
+                assert!(file.text.get(r.clone()).is_some(), "{byte} {len} {r:?}");
+            }
+        }
+    }
 
     #[test]
     fn byte_of_counts_characters_not_bytes() {

@@ -66,22 +66,35 @@ fn options() -> serde_saphyr::Options {
 
 /// Parses every document of `file`.
 pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
-    let roots: Vec<Spanned<node::Node>> =
-        serde_saphyr::from_multiple_with_options(&file.text, options()).map_err(|e| {
-            let pos = e.location().map(|l| Pos {
-                line: usize::try_from(l.line()).unwrap_or(usize::MAX),
-                column: usize::try_from(l.column()).unwrap_or(usize::MAX),
-                byte: l.span().byte_offset().and_then(|b| usize::try_from(b).ok()),
-                len: 1,
-            });
-            let message = match &e {
-                serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
-                _ => first_line(&e.without_snippet().to_string()),
-            };
-            Diagnostic::new(format!("invalid YAML: {message}"))
-                .at(pos.map(|p| Location::new(file, p)))
-                .hint("fix the YAML syntax; `trainc` reads YAML 1.2 and refuses duplicate keys, deep nesting and alias bombs")
-        })?;
+    let roots: Vec<Spanned<node::Node>> = serde_saphyr::from_multiple_with_options(
+        &file.text,
+        options(),
+    )
+    .map_err(|e| {
+        let pos = e.location().map(|l| Pos {
+            line: usize::try_from(l.line()).unwrap_or(usize::MAX),
+            column: usize::try_from(l.column()).unwrap_or(usize::MAX),
+            byte: l.span().byte_offset().and_then(|b| usize::try_from(b).ok()),
+            len: 1,
+        });
+        let message = match &e {
+            serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
+            _ => yaml_message(&e.without_snippet().to_string()),
+        };
+        let hint = if message.starts_with("duplicate key") {
+            "remove one of the two; YAML would silently keep only one"
+        } else if message.contains("too many")
+            || message.contains("nested")
+            || message.contains("limit")
+        {
+            "definitions are small and shallow; this input is refused to protect memory and stack"
+        } else {
+            "fix the YAML syntax at the caret"
+        };
+        Diagnostic::new(format!("invalid YAML: {message}"))
+            .at(pos.map(|p| Location::new(file, p)))
+            .hint(hint)
+    })?;
     Ok(roots
         .into_iter()
         .map(|root| {
@@ -101,14 +114,35 @@ fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
     match breach {
         B::Depth { .. } => format!("nested more than {MAX_DEPTH} levels deep"),
         B::Aliases { .. } | B::Anchors { .. } => "too many anchors or aliases".to_owned(),
-        B::Nodes { .. } | B::Events { .. } => "too many YAML nodes".to_owned(),
+        B::Nodes { .. } | B::Events { .. } => "too many YAML nodes (an alias bomb?)".to_owned(),
         B::Documents { .. } => "too many documents in one file".to_owned(),
         other => format!("input limit exceeded ({other:?})"),
     }
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().trim().to_owned()
+/// The parser's message without what the diagnostic already shows (the
+/// position) or what only makes sense to a Rust caller (option names).
+fn yaml_message(raw: &str) -> String {
+    let line = raw.lines().next().unwrap_or_default().trim();
+    let line = line.find(" at line ").map_or(line, |i| &line[..i]);
+    if let Some(rest) = line.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!("duplicate key `{key}`");
+    }
+    if let Some(rest) = line.strip_prefix("budget breached: ") {
+        let kind = rest.split([' ', '{']).next().unwrap_or(rest);
+        return match kind {
+            "Depth" => format!("nested more than {MAX_DEPTH} levels deep"),
+            "Aliases" | "Anchors" => "too many anchors or aliases".to_owned(),
+            "Nodes" | "Events" => "too many YAML nodes (an alias bomb?)".to_owned(),
+            "Documents" => "too many documents in one file".to_owned(),
+            other => format!("input limit exceeded ({other})"),
+        };
+    }
+    line.to_owned()
 }
 
 /// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic.
@@ -124,24 +158,43 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
     }
     let bytes =
         std::fs::read(path).map_err(|e| Diagnostic::new(format!("cannot read {name}: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        Diagnostic::new(format!(
-            "{name} is not UTF-8 (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        ))
-        .hint("save the file as UTF-8")
-    })?;
-    Ok(Arc::new(SourceFile { name, text }))
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Arc::new(SourceFile { name, text })),
+        Err(e) => {
+            // Show the line with the bad byte, decoded lossily for display.
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let valid = &text[..at.min(text.len())];
+            let line = valid.matches('\n').count() + 1;
+            let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let file = Arc::new(SourceFile { name, text });
+            Err(Diagnostic::new("file is not UTF-8")
+                .at(Some(Location::new(
+                    &file,
+                    Pos {
+                        line,
+                        column,
+                        byte: Some(at),
+                        len: 1,
+                    },
+                )))
+                .hint("save the file as UTF-8"))
+        }
+    }
 }
 
 /// Expands the given paths into the YAML files they hold, sorted, without
 /// duplicates. Directories are walked recursively; hidden entries and the
 /// `exclude`d paths (the output directory, the project file) are skipped.
-pub fn discover(paths: &[PathBuf], exclude: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+pub fn discover(
+    root: &Path,
+    paths: &[PathBuf],
+    exclude: &[PathBuf],
+) -> Result<Vec<PathBuf>, Diagnostic> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| {
-            Diagnostic::new(format!("cannot read {}: {e}", path.display())).hint(
+            Diagnostic::new(format!("cannot read {}: {e}", display_name(root, path))).hint(
                 "pass existing files or directories, or list them under `sources` in trainc.yaml",
             )
         })?;

@@ -167,6 +167,16 @@ fn storage(cx: &mut Ctx, def: &TrainingJob) {
                 "give every volume its own name",
             );
         }
+        if v.name.starts_with("trainc-") {
+            cx.error(
+                &format!("{at}/name"),
+                format!(
+                    "volume name `{}` uses the reserved prefix `trainc-`",
+                    v.name
+                ),
+                "trainc names its own pod volumes `trainc-*`; pick another name",
+            );
+        }
         let mount = v.mount_path.trim_end_matches('/');
         let mount = if mount.is_empty() { "/" } else { mount };
         if let Some(first) = mounts.insert(mount, i) {

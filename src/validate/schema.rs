@@ -39,10 +39,45 @@ impl Schema {
 
     /// Every schema violation of `doc`, located in its source file.
     pub fn check(&self, doc: &Document) -> Vec<Diagnostic> {
-        self.validator
-            .iter_errors(&doc.value)
-            .flat_map(|e| self.describe(doc, &e))
+        let errors: Vec<ValidationError> = self.validator.iter_errors(&doc.value).collect();
+        // A misspelt required field shows up twice: as an unknown field and as
+        // a missing one. The "did you mean" finding says it all.
+        let misspelt: Vec<(String, String)> = errors
+            .iter()
+            .filter_map(|e| match e.kind() {
+                ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    let known = self.known_fields(e);
+                    Some(unexpected.iter().filter_map(move |k| {
+                        did_you_mean(k, known.iter().copied())
+                            .map(|s| (e.instance_path().as_str().to_owned(), s.to_owned()))
+                    }))
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        errors
+            .iter()
+            .filter(|e| match e.kind() {
+                ValidationErrorKind::Required { property } => !misspelt.iter().any(|(p, s)| {
+                    p == e.instance_path().as_str() && Some(s.as_str()) == property.as_str()
+                }),
+                _ => true,
+            })
+            .flat_map(|e| self.describe(doc, e))
             .collect()
+    }
+
+    /// The property names the schema object holding `e`'s keyword declares.
+    fn known_fields(&self, e: &ValidationError) -> Vec<&str> {
+        let schema_path = e.schema_path().as_str();
+        schema_path
+            .rfind('/')
+            .and_then(|i| self.json.pointer(&schema_path[..i]))
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
     fn describe(&self, doc: &Document, e: &ValidationError) -> Vec<Diagnostic> {
@@ -57,11 +92,7 @@ impl Schema {
         let diag = |msg: String| Diagnostic::new(msg).path(path.clone());
         match e.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let known: Vec<&str> = subschema
-                    .and_then(|s| s.get("properties"))
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().map(String::as_str).collect())
-                    .unwrap_or_default();
+                let known = self.known_fields(e);
                 unexpected
                     .iter()
                     .map(|key| {

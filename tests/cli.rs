@@ -1,0 +1,9 @@
+//! CLI tests: exit codes and diagnostics of the real binary (trycmd).
+
+#[test]
+fn cli() {
+    trycmd::TestCases::new()
+        .register_bin("trainc", trycmd::cargo::cargo_bin!("trainc"))
+        .case("tests/cmd/*.trycmd")
+        .case("tests/cmd/*.toml");
+}

@@ -1,0 +1,86 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn trainc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_trainc"))
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn example(name: &str) -> PathBuf {
+    root().join("examples").join(name)
+}
+
+/// Runs trainc in `cwd` and returns its output.
+pub fn run(cwd: &Path, args: &[&str]) -> Output {
+    trainc()
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("trainc runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every file below `dir`: relative path → bytes.
+pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if !dir.exists() {
+        return out;
+    }
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.expect("walk");
+        if e.file_type().is_file() {
+            let rel = e.path().strip_prefix(dir).expect("prefix");
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            out.insert(rel, std::fs::read(e.path()).expect("read"));
+        }
+    }
+    out
+}
+
+/// Copies a directory tree (test fixtures only: no symlinks).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.expect("walk");
+        let target = to.join(e.path().strip_prefix(from).expect("prefix"));
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A scratch copy of an example project, without any output.
+pub fn scratch_example(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&example(name).join("jobs"), &dir.path().join("jobs"));
+    std::fs::copy(
+        example(name).join("trainc.yaml"),
+        dir.path().join("trainc.yaml"),
+    )
+    .expect("copy");
+    dir
+}
+
+/// Builds an example into a fresh directory and returns the tree.
+pub fn build_example(name: &str) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
+    let dir = scratch_example(name);
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "build failed: {}", stderr(&o));
+    let tree = read_tree(&dir.path().join("deploy"));
+    (dir, tree)
+}
