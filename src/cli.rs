@@ -153,6 +153,10 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let (_, tree) = pipeline::render(&jobs).map_err(&fail)?;
             let plan = plan::plan(&out_dir, &tree).map_err(&fail)?;
             plan::apply(&plan).map_err(&fail)?;
+            if inputs.format == Format::Json {
+                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+                return Ok(Status::Ok);
+            }
             let shown = crate::load::display_name(&cwd, &out_dir);
             let shown = if shown.is_empty() {
                 ".".to_owned()

@@ -300,9 +300,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_schemas_compile() {
-        let _ = &TRAINING_JOB.validator;
-        let _ = &PROJECT.validator;
+    fn embedded_schemas_are_valid_draft_2020_12() {
+        for schema in [&*TRAINING_JOB, &*PROJECT] {
+            assert_eq!(
+                schema.json["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            assert!(jsonschema::meta::is_valid(&schema.json));
+        }
     }
 
     #[test]
