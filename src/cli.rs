@@ -117,13 +117,16 @@ fn fail(format: Format) -> impl Fn(Vec<Diagnostic>) -> Failure {
     }
 }
 
+/// The working directory, canonical so that paths below it display relative.
 fn current_dir() -> Result<PathBuf, Failure> {
-    std::env::current_dir().map_err(|e| Failure {
-        diagnostics: vec![Diagnostic::new(format!(
-            "cannot read the working directory: {e}"
-        ))],
-        format: Format::Text,
-    })
+    std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| Failure {
+            diagnostics: vec![Diagnostic::new(format!(
+                "cannot read the working directory: {e}"
+            ))],
+            format: Format::Text,
+        })
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -150,8 +153,8 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let project = Project::discover(&cwd, inputs.project.as_deref()).map_err(&fail)?;
             let out_dir = output.map_or_else(|| project.output.clone(), |o| cwd.join(o));
             let jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
-            let (_, tree) = pipeline::render(&jobs).map_err(&fail)?;
-            let plan = plan::plan(&out_dir, &tree).map_err(&fail)?;
+            let tree = pipeline::render(&jobs).map_err(&fail)?;
+            let plan = plan::plan(&out_dir, tree).map_err(&fail)?;
             plan::apply(&plan).map_err(&fail)?;
             if inputs.format == Format::Json {
                 let _ = write!(stdout, "{}", diagnostic::render_json(&[]));

@@ -46,6 +46,7 @@ fn options() -> serde_saphyr::SerializerOptions {
 /// which is what keeps Quantities and label values strings.
 pub fn to_yaml<T: Serialize>(header: &str, value: &T) -> Result<Vec<u8>, String> {
     let body = serde_saphyr::to_string_with_options(value, options()).map_err(|e| e.to_string())?;
+    // Sized exactly: 26,000 files of slack capacity would double peak memory.
     let mut out = String::with_capacity(header.len() + body.len() + 1);
     out.push_str(header);
     out.push_str(&body);
@@ -79,28 +80,33 @@ pub fn job_dir(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-/// Builds the whole output tree. Jobs arrive sorted; the tree is a sorted map,
-/// so the bytes do not depend on input order.
-pub fn emit(jobs: &[CompiledJob]) -> Result<Tree, String> {
-    let mut tree = Tree::new();
-    let mut dirs = Vec::new();
-    for job in jobs {
-        let dir = job_dir(&job.namespace, &job.name);
-        let head = header(Some(&job.source));
-        let mut files = Vec::new();
-        for m in &job.manifests {
-            let file = m.file_name();
-            tree.insert(format!("{dir}/{file}"), to_yaml(&head, &m.body)?);
-            files.push(file);
-        }
-        files.sort();
-        tree.insert(
-            format!("{dir}/{KUSTOMIZATION}"),
-            kustomization(&head, &files)?,
-        );
-        dirs.push(dir);
+/// The files of one job, `kustomization.yaml` included, as (path, bytes).
+pub fn emit_job(job: &CompiledJob) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let dir = job_dir(&job.namespace, &job.name);
+    let head = header(Some(&job.source));
+    let mut files = Vec::with_capacity(job.manifests.len() + 1);
+    let mut names = Vec::with_capacity(job.manifests.len());
+    for m in &job.manifests {
+        let file = m.file_name();
+        files.push((format!("{dir}/{file}"), to_yaml(&head, &m.object)?));
+        names.push(file);
     }
+    names.sort();
+    files.push((
+        format!("{dir}/{KUSTOMIZATION}"),
+        kustomization(&head, &names)?,
+    ));
+    Ok(files)
+}
+
+/// Assembles the whole tree from the jobs' files and adds the root
+/// kustomization. The tree is a sorted map, so the bytes do not depend on the
+/// order jobs arrive in.
+pub fn assemble(jobs: Vec<Vec<(String, Vec<u8>)>>, dirs: &[String]) -> Result<Tree, String> {
+    let mut tree: Tree = jobs.into_iter().flatten().collect();
+    let mut dirs = dirs.to_vec();
     dirs.sort();
+    dirs.dedup();
     tree.insert(
         KUSTOMIZATION.to_owned(),
         kustomization(&header(None), &dirs)?,

@@ -7,6 +7,7 @@
 // Diagnostics travel in `Err` on the cold path only; boxing them would add an
 // allocation and noise at every call site for no measurable gain.
 #![allow(clippy::result_large_err)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod compile;
@@ -16,6 +17,7 @@ pub mod init;
 pub mod load;
 pub mod model;
 pub mod names;
+pub mod par;
 pub mod pipeline;
 pub mod plan;
 pub mod quantity;

@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::compile::{self, CompiledJob};
+use crate::compile;
 use crate::diagnostic::{self, Diagnostic};
 use crate::emit::{self, Tree};
 use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
-use crate::validate;
+use crate::{par, validate};
 
 /// Loads every document under `paths` (or the project's sources when empty).
 /// Findings from all files are gathered before giving up.
@@ -34,11 +34,15 @@ pub fn load(
             "pass definition files or directories, or list them under `sources` in trainc.yaml (`trainc init` writes a starter)",
         )]);
     }
+    // Files parse independently; results come back in file order.
+    let parsed = par::map(&files, |path| {
+        let name = load::display_name(&project.root, path);
+        load::read(path, name).and_then(|f| load::parse(&f))
+    });
     let mut docs = Vec::new();
     let mut diags = Vec::new();
-    for path in &files {
-        let name = load::display_name(&project.root, path);
-        match load::read(path, name).and_then(|f| load::parse(&f)) {
+    for p in parsed {
+        match p {
             Ok(d) => docs.extend(d),
             Err(d) => diags.push(d),
         }
@@ -61,13 +65,24 @@ pub fn check(
     validate::validate(&docs, &project.defaults)
 }
 
-/// Compiles valid jobs into the output tree, in memory.
-pub fn render(jobs: &[Job]) -> Result<(Vec<CompiledJob>, Tree), Vec<Diagnostic>> {
-    let compiled: Vec<CompiledJob> = jobs.iter().map(compile::compile).collect();
-    let tree = emit::emit(&compiled).map_err(|e| {
-        vec![Diagnostic::new(format!(
-            "internal error: cannot serialize a manifest: {e}"
-        ))]
-    })?;
-    Ok((compiled, tree))
+/// Compiles valid jobs into the output tree, in memory. Jobs are
+/// independent, so they compile and serialize on every core; the result is
+/// assembled in a sorted map and does not depend on scheduling.
+pub fn render(jobs: &[Job]) -> Result<Tree, Vec<Diagnostic>> {
+    let files = par::map(jobs, |job| emit::emit_job(&compile::compile(job)));
+    let files = files
+        .into_iter()
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(internal)?;
+    let dirs: Vec<String> = jobs
+        .iter()
+        .map(|j| emit::job_dir(&j.namespace, &j.name))
+        .collect();
+    emit::assemble(files, &dirs).map_err(internal)
+}
+
+fn internal(e: String) -> Vec<Diagnostic> {
+    vec![Diagnostic::new(format!(
+        "internal error: cannot serialize a manifest: {e}"
+    ))]
 }

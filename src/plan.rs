@@ -4,6 +4,7 @@
 //! Everything is decided before the first write: a plan that refuses any file
 //! is never applied, so a failed build changes nothing.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -50,12 +51,13 @@ fn io_error(path: &Path, what: &str, e: &io::Error) -> Diagnostic {
 /// Compares the desired tree with `root` on disk. Refuses (with every reason
 /// at once) to overwrite files trainc did not write and to go through
 /// symlinks or non-directories.
-pub fn plan(root: &Path, tree: &Tree) -> Result<Plan, Vec<Diagnostic>> {
+pub fn plan(root: &Path, tree: Tree) -> Result<Plan, Vec<Diagnostic>> {
     let mut changes = Vec::with_capacity(tree.len());
     let mut refused = Vec::new();
+    let mut checked = HashSet::new();
     for (rel, new) in tree {
-        let path = root.join(rel);
-        if let Some(d) = blocked_ancestor(root, rel) {
+        let path = root.join(&rel);
+        if let Some(d) = blocked_ancestor(root, &rel, &mut checked) {
             refused.push(d);
             continue;
         }
@@ -83,7 +85,7 @@ pub fn plan(root: &Path, tree: &Tree) -> Result<Plan, Vec<Diagnostic>> {
                 continue;
             }
             Ok(_) => match fs::read(&path) {
-                Ok(old) if old == *new => (Op::Unchanged, Some(old)),
+                Ok(old) if old == new => (Op::Unchanged, Some(old)),
                 Ok(old) if emit::is_generated(&old) => (Op::Update, Some(old)),
                 Ok(_) => {
                     refused.push(
@@ -105,10 +107,10 @@ pub fn plan(root: &Path, tree: &Tree) -> Result<Plan, Vec<Diagnostic>> {
             },
         };
         changes.push(Change {
-            path: rel.clone(),
+            path: rel,
             op,
             old,
-            new: new.clone(),
+            new,
         });
     }
     if refused.is_empty() {
@@ -121,12 +123,16 @@ pub fn plan(root: &Path, tree: &Tree) -> Result<Plan, Vec<Diagnostic>> {
     }
 }
 
-/// A directory on the way to `rel` that is a symlink or a file.
-fn blocked_ancestor(root: &Path, rel: &str) -> Option<Diagnostic> {
+/// A directory on the way to `rel` that is a symlink or a file. Directories
+/// found fine are remembered in `checked`: a job's files share them.
+fn blocked_ancestor(root: &Path, rel: &str, checked: &mut HashSet<PathBuf>) -> Option<Diagnostic> {
     let mut dir = root.to_path_buf();
     let parts: Vec<&str> = rel.split('/').collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         dir.push(part);
+        if checked.contains(&dir) {
+            continue;
+        }
         match fs::symlink_metadata(&dir) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Some(
@@ -146,46 +152,88 @@ fn blocked_ancestor(root: &Path, rel: &str) -> Option<Diagnostic> {
                     .hint("move it out of the output directory"),
                 );
             }
-            Ok(_) => {}
+            Ok(_) => {
+                checked.insert(dir.clone());
+            }
             Err(_) => return None,
         }
     }
     None
 }
 
-/// Writes the files that differ. Each write goes to a temporary file in the
-/// same directory, is flushed to disk, then renamed over the target, so a
-/// reader (or a crash) sees the old or the new file, never a partial one.
-/// Unchanged files are not touched, so their mtimes stay.
+/// Writes the files that differ, so that every file is at all times either
+/// its old or its new complete self:
+///
+/// 1. each new content goes to a temporary file beside its target;
+/// 2. the file system is flushed once (one `syncfs` instead of an `fsync`
+///    per file, which on a disk costs more than all the writing);
+/// 3. each temporary file is renamed over its target, an atomic step;
+/// 4. the file system is flushed again, making the renames durable.
+///
+/// Unchanged files are not touched, so their mtimes stay. On an error, the
+/// temporary files written so far are removed.
 pub fn apply(plan: &Plan) -> Result<(), Vec<Diagnostic>> {
-    for c in &plan.changes {
-        if c.op == Op::Unchanged {
-            continue;
-        }
-        let path = plan.root.join(&c.path);
-        write_atomic(&path, &c.new).map_err(|d| vec![d])?;
+    let pending: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| c.op != Op::Unchanged)
+        .collect();
+    if pending.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let mut staged: Vec<(tempfile::TempPath, PathBuf)> = Vec::with_capacity(pending.len());
+    let mut created: HashSet<PathBuf> = HashSet::new();
+    for c in &pending {
+        let path = plan.root.join(&c.path);
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        if !created.contains(&dir) {
+            fs::create_dir_all(&dir).map_err(|e| vec![io_error(&dir, "create directory", &e)])?;
+            created.insert(dir);
+        }
+        // Dropping `staged` on an early return deletes the temporary files.
+        staged.push((stage(&path, &c.new).map_err(|d| vec![d])?, path));
+    }
+    sync(&plan.root, staged.iter().map(|(tmp, _)| tmp.as_ref())).map_err(|d| vec![d])?;
+    for (tmp, path) in staged {
+        tmp.persist(&path)
+            .map_err(|e| vec![io_error(&path, "replace", &e.error)])?;
+    }
+    sync(&plan.root, std::iter::empty()).map_err(|d| vec![d])
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
+/// Writes `bytes` to a new temporary file in `path`'s directory.
+fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::TempPath, Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| io_error(dir, "create directory", &e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".trainc-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| io_error(dir, "create a temporary file in", &e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| io_error(tmp.path(), "write", &e))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".trainc-").suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o644))
-            .map_err(|e| io_error(tmp.path(), "set permissions of", &e))?;
+        // Generated manifests are for everyone to read, like a checkout.
+        builder.permissions(fs::Permissions::from_mode(0o644));
     }
-    tmp.persist(path)
-        .map_err(|e| io_error(path, "replace", &e.error))?;
+    let mut tmp = builder
+        .tempfile_in(dir)
+        .map_err(|e| io_error(dir, "create a temporary file in", &e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| io_error(tmp.path(), "write", &e))?;
+    Ok(tmp.into_temp_path())
+}
+
+/// Flushes everything written under `root` to stable storage.
+#[cfg(target_os = "linux")]
+fn sync<'a>(root: &Path, _files: impl Iterator<Item = &'a Path>) -> Result<(), Diagnostic> {
+    let dir = fs::File::open(root).map_err(|e| io_error(root, "open", &e))?;
+    rustix::fs::syncfs(&dir).map_err(|e| io_error(root, "flush", &e.into()))
+}
+
+/// Without `syncfs`, each file is flushed on its own.
+#[cfg(not(target_os = "linux"))]
+fn sync<'a>(_root: &Path, files: impl Iterator<Item = &'a Path>) -> Result<(), Diagnostic> {
+    for f in files {
+        fs::File::open(f)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_error(f, "flush", &e))?;
+    }
     Ok(())
 }

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
 use crate::compile::cluster_spec::ClusterSpec;
-use crate::compile::{Manifest, meta, pod, storage, tensorboard, to_json};
+use crate::compile::{Manifest, meta, pod, storage, tensorboard};
 use crate::model::Job;
 use crate::model::job::{Role, RoleKind};
 use crate::names;
@@ -61,7 +61,7 @@ fn cluster_spec_config_map(job: &Job, cluster: &ClusterSpec) -> Manifest {
         data: Some(data),
         ..ConfigMap::default()
     };
-    Manifest::new(&cm, &name, &name, true, &job.namespace)
+    Manifest::new(cm, &name, &name, true, &job.namespace)
 }
 
 fn task_service(job: &Job, role: &Role, index: u32) -> Manifest {
@@ -88,12 +88,14 @@ fn task_service(job: &Job, role: &Role, index: u32) -> Manifest {
         }),
         ..Service::default()
     };
-    Manifest::new(&svc, &name, &name, true, &job.namespace)
+    Manifest::new(svc, &name, &name, true, &job.namespace)
 }
 
 /// Short content hash of a Job spec: the same spec always gives the same name.
 fn spec_hash(spec: &JobSpec) -> String {
-    let bytes = serde_json::to_vec(&to_json(spec)).unwrap_or_default();
+    // JSON of the typed spec: field order is fixed by the type, maps are
+    // sorted, so equal specs give equal bytes.
+    let bytes = serde_json::to_vec(spec).unwrap_or_default();
     let digest = Sha256::digest(&bytes);
     digest
         .iter()
@@ -126,5 +128,5 @@ fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Manife
         spec: Some(spec),
         ..BatchJob::default()
     };
-    Manifest::new(&batch, &name, &stable, true, &job.namespace)
+    Manifest::new(batch, &name, &stable, true, &job.namespace)
 }

@@ -12,13 +12,47 @@ mod storage;
 mod tensorboard;
 
 use k8s_openapi::Resource;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Service};
 use serde::Serialize;
-use serde_json::Value;
 
 pub use cluster_spec::ClusterSpec;
 
 use crate::model::Job;
 use crate::model::definition::Target;
+
+/// A typed Kubernetes object of any kind trainc generates. Serializes as the
+/// object itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Object {
+    ConfigMap(Box<ConfigMap>),
+    Deployment(Box<Deployment>),
+    Job(Box<BatchJob>),
+    PersistentVolume(Box<PersistentVolume>),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    Service(Box<Service>),
+}
+
+macro_rules! object_from {
+    ($($kind:ident => $variant:ident),* $(,)?) => {$(
+        impl From<$kind> for Object {
+            fn from(o: $kind) -> Self {
+                Object::$variant(Box::new(o))
+            }
+        }
+    )*};
+}
+
+object_from! {
+    ConfigMap => ConfigMap,
+    Deployment => Deployment,
+    BatchJob => Job,
+    PersistentVolume => PersistentVolume,
+    PersistentVolumeClaim => PersistentVolumeClaim,
+    Service => Service,
+}
 
 /// One generated object, ready to be written.
 #[derive(Debug, Clone)]
@@ -32,12 +66,12 @@ pub struct Manifest {
     /// name without the hash, so a changed Job reads as a change, not as a
     /// deletion plus an addition.
     pub file_stem: String,
-    pub body: Value,
+    pub object: Object,
 }
 
 impl Manifest {
-    fn new<T: Resource + Serialize>(
-        object: &T,
+    fn new<T: Resource + Into<Object>>(
+        object: T,
         name: &str,
         file_stem: &str,
         namespaced: bool,
@@ -49,7 +83,7 @@ impl Manifest {
             namespace: namespaced.then(|| namespace.to_owned()),
             name: name.to_owned(),
             file_stem: file_stem.to_owned(),
-            body: to_json(object),
+            object: object.into(),
         }
     }
 
@@ -57,13 +91,6 @@ impl Manifest {
     pub fn file_name(&self) -> String {
         format!("{}-{}.yaml", self.kind.to_ascii_lowercase(), self.file_stem)
     }
-}
-
-/// Serializes a typed object. k8s-openapi types hold only strings, numbers and
-/// string-keyed maps, which always serialize.
-#[allow(clippy::expect_used)]
-fn to_json<T: Serialize>(object: &T) -> Value {
-    serde_json::to_value(object).expect("k8s-openapi objects serialize to JSON")
 }
 
 /// All objects of one job, in a stable order.

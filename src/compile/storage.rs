@@ -114,13 +114,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     }),
                     ..PersistentVolume::default()
                 };
-                out.push(Manifest::new(
-                    &pv,
-                    &pv_name,
-                    &pv_name,
-                    false,
-                    &job.namespace,
-                ));
+                out.push(Manifest::new(pv, &pv_name, &pv_name, false, &job.namespace));
                 let pvc = PersistentVolumeClaim {
                     metadata: meta::object(
                         job,
@@ -140,7 +134,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     }),
                     ..PersistentVolumeClaim::default()
                 };
-                out.push(Manifest::new(&pvc, &claim, &claim, true, &job.namespace));
+                out.push(Manifest::new(pvc, &claim, &claim, true, &job.namespace));
             }
             VolumeSource::Dynamic {
                 storage_class,
@@ -162,7 +156,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     }),
                     ..PersistentVolumeClaim::default()
                 };
-                out.push(Manifest::new(&pvc, &claim, &claim, true, &job.namespace));
+                out.push(Manifest::new(pvc, &claim, &claim, true, &job.namespace));
             }
         }
     }

@@ -114,7 +114,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
         ..Service::default()
     };
     vec![
-        Manifest::new(&deployment, &name, &name, true, &job.namespace),
-        Manifest::new(&service, &name, &name, true, &job.namespace),
+        Manifest::new(deployment, &name, &name, true, &job.namespace),
+        Manifest::new(service, &name, &name, true, &job.namespace),
     ]
 }

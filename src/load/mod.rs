@@ -184,35 +184,43 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
 }
 
 /// Expands the given paths into the YAML files they hold, sorted, without
-/// duplicates. Directories are walked recursively; hidden entries and the
-/// `exclude`d paths (the output directory, the project file) are skipped.
+/// duplicates. Directories are walked recursively without following symlinks;
+/// hidden entries and the `exclude`d paths (the output directory, the project
+/// file) are skipped. Paths are canonical, so `root` should be too.
 pub fn discover(
     root: &Path,
     paths: &[PathBuf],
     exclude: &[PathBuf],
 ) -> Result<Vec<PathBuf>, Diagnostic> {
+    // Canonical once, up front: walking a canonical root yields canonical
+    // entries, so skipping is a comparison, not a readlink per component.
+    let exclude: Vec<PathBuf> = exclude
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
     let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|e| {
-            Diagnostic::new(format!("cannot read {}: {e}", display_name(root, path))).hint(
+    for given in paths {
+        let path = given.canonicalize().map_err(|e| {
+            Diagnostic::new(format!("cannot read {}: {e}", display_name(root, given))).hint(
                 "pass existing files or directories, or list them under `sources` in trainc.yaml",
             )
         })?;
-        if meta.is_file() {
-            files.push(path.clone());
+        if path.is_file() {
+            files.push(path);
             continue;
         }
-        let walker = walkdir::WalkDir::new(path)
+        let walker = walkdir::WalkDir::new(&path)
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| {
                 e.depth() == 0
                     || !(e.file_name().to_string_lossy().starts_with('.')
-                        || exclude.iter().any(|x| same_path(x, e.path())))
+                        || exclude.iter().any(|x| x == e.path()))
             });
         for entry in walker {
-            let entry = entry
-                .map_err(|e| Diagnostic::new(format!("cannot walk {}: {e}", path.display())))?;
+            let entry = entry.map_err(|e| {
+                Diagnostic::new(format!("cannot walk {}: {e}", display_name(root, given)))
+            })?;
             let p = entry.path();
             let yaml = p.extension().is_some_and(|x| x == "yaml" || x == "yml");
             if entry.file_type().is_file() && yaml {
@@ -225,22 +233,19 @@ pub fn discover(
     Ok(files)
 }
 
-fn same_path(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
-}
-
 /// How a path is shown to users and in generated headers: relative to the
 /// project root when it lies below it, with `/` separators on every platform.
 pub fn display_name(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    let rel = rel.strip_prefix(".").unwrap_or(rel);
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
+    match path.strip_prefix(root) {
+        Ok(rel) => rel
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        // Outside the project: shown as given (absolute paths stay absolute).
+        Err(_) => path.to_string_lossy().into_owned(),
+    }
 }
 
 #[cfg(test)]

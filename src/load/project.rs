@@ -43,6 +43,7 @@ impl Project {
         let root = file
             .parent()
             .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
+        let root = root.canonicalize().unwrap_or(root);
         let source = load::read(&file, load::display_name(cwd, &file)).map_err(|d| vec![d])?;
         let docs = load::parse(&source).map_err(|d| vec![d])?;
         let doc = match docs.as_slice() {
