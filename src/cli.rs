@@ -2,15 +2,15 @@
 //! done by [`crate::pipeline`] and the stages behind it.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::load::project::Project;
-use crate::plan::{self, Op};
+use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
-use crate::{init, pipeline};
+use crate::{diff, init, pipeline};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,7 +19,7 @@ use crate::{init, pipeline};
     about = "Compile distributed training definitions into deterministic Kubernetes manifests"
 )]
 pub struct Cli {
-    /// When to colour diagnostics.
+    /// When to colour output.
     #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
     pub color: Color,
     #[command(subcommand)]
@@ -33,9 +33,30 @@ pub enum Color {
     Never,
 }
 
+impl Color {
+    fn choice(self) -> anstream::ColorChoice {
+        match self {
+            Color::Auto => anstream::ColorChoice::Auto,
+            Color::Always => anstream::ColorChoice::Always,
+            Color::Never => anstream::ColorChoice::Never,
+        }
+    }
+}
+
+/// How findings are reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// rustc-style diagnostics on stderr.
     Text,
+    /// A JSON array of findings on stdout.
+    Json,
+}
+
+/// How `diff` reports changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
     Json,
 }
 
@@ -46,9 +67,13 @@ pub struct Inputs {
     /// Project file [default: `trainc.yaml` in the working directory, if any].
     #[arg(long, value_name = "FILE")]
     pub project: Option<PathBuf>,
-    /// How to report findings: rustc-style text on stderr, or JSON on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Output {
+    /// Output directory [default: the project's `output`, else `deploy`].
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,14 +82,33 @@ pub enum Command {
     Validate {
         #[command(flatten)]
         inputs: Inputs,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
-    /// Compile definitions and write the changed files of the output directory.
+    /// Compile definitions, write the files that changed, prune the ones no
+    /// longer generated.
     Build {
         #[command(flatten)]
         inputs: Inputs,
-        /// Output directory [default: the project's `output`, else `deploy`].
-        #[arg(short, long, value_name = "DIR")]
-        output: Option<PathBuf>,
+        #[command(flatten)]
+        output: Output,
+        /// Write nothing; exit 1 if the output directory is stale.
+        #[arg(long)]
+        check: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Show what `build` would change, without writing: exit 0 none, 1 changes.
+    Diff {
+        #[command(flatten)]
+        inputs: Inputs,
+        #[command(flatten)]
+        output: Output,
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Only the per-resource summary, no file diffs.
+        #[arg(long)]
+        stat: bool,
     },
     /// Print the JSON Schema of the definition (or of the project file).
     Schema {
@@ -97,8 +141,10 @@ pub enum SchemaKind {
 /// How a successful run ended; errors are exit code 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
-    /// Exit 0.
+    /// Exit 0: valid, built, current, no changes.
     Ok,
+    /// Exit 1: `build --check` found stale output; `diff` found changes.
+    Changes,
 }
 
 /// A failed run: what to tell the user, and in which format.
@@ -133,56 +179,126 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
+fn shown(cwd: &Path, dir: &Path) -> String {
+    let s = crate::load::display_name(cwd, dir);
+    if s.is_empty() { ".".to_owned() } else { s }
+}
+
+/// Everything up to, not including, touching the output directory: the same
+/// for `build`, `build --check` and `diff`.
+fn desired(
+    cwd: &Path,
+    inputs: &Inputs,
+    output: &Output,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+) -> Result<(PathBuf, crate::emit::Tree), Failure> {
+    let mut project = Project::discover(cwd, inputs.project.as_deref()).map_err(fail)?;
+    if let Some(o) = &output.output {
+        // Also keeps `-o` out of the definitions when it lies among them.
+        project.output = cwd.join(o);
+    }
+    let out_dir = project.output.clone();
+    let jobs = pipeline::check(&project, cwd, &inputs.paths).map_err(fail)?;
+    let tree = pipeline::render(&jobs).map_err(fail)?;
+    Ok((out_dir, tree))
+}
+
+fn summary(plan: &Plan) -> String {
+    format!(
+        "{} created, {} updated, {} deleted, {} unchanged",
+        plan.count(Op::Create),
+        plan.count(Op::Update),
+        plan.count(Op::Delete),
+        plan.count(Op::Unchanged)
+    )
+}
+
 pub fn run(cli: Cli) -> Result<Status, Failure> {
     let cwd = current_dir()?;
-    let mut stdout = std::io::stdout().lock();
+    let color = cli.color;
+    let mut stdout = anstream::AutoStream::new(std::io::stdout(), color.choice()).lock();
     match cli.command {
-        Command::Validate { inputs } => {
-            let fail = fail(inputs.format);
+        Command::Validate { inputs, format } => {
+            let fail = fail(format);
             let project = Project::discover(&cwd, inputs.project.as_deref()).map_err(&fail)?;
             let jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
-            if inputs.format == Format::Json {
+            if format == Format::Json {
                 let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
             } else {
                 let _ = writeln!(stdout, "{} valid", plural(jobs.len(), "job"));
             }
             Ok(Status::Ok)
         }
-        Command::Build { inputs, output } => {
-            let fail = fail(inputs.format);
-            let project = Project::discover(&cwd, inputs.project.as_deref()).map_err(&fail)?;
-            let out_dir = output.map_or_else(|| project.output.clone(), |o| cwd.join(o));
-            let jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
-            let tree = pipeline::render(&jobs).map_err(&fail)?;
-            let plan = plan::plan(&out_dir, tree).map_err(&fail)?;
-            plan::apply(&plan).map_err(&fail)?;
-            if inputs.format == Format::Json {
-                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-                return Ok(Status::Ok);
+        Command::Build {
+            inputs,
+            output,
+            check,
+            format,
+        } => {
+            let fail = fail(format);
+            let (out_dir, tree) = desired(&cwd, &inputs, &output, &fail)?;
+            let dir = shown(&cwd, &out_dir);
+            if check {
+                let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
+                if plan.is_noop() {
+                    let _ = writeln!(
+                        stdout,
+                        "{dir} is up to date ({})",
+                        plural(plan.changes.len(), "file")
+                    );
+                    return Ok(Status::Ok);
+                }
+                let _ = writeln!(stdout, "{dir} is stale: {}", summary(&plan));
+                for c in plan.pending() {
+                    let _ = writeln!(stdout, "{} {dir}/{}", c.op.sign(), c.path);
+                }
+                let _ = writeln!(stdout, "run `trainc build` and commit the result");
+                return Ok(Status::Changes);
             }
-            let shown = crate::load::display_name(&cwd, &out_dir);
-            let shown = if shown.is_empty() {
-                ".".to_owned()
-            } else {
-                shown
-            };
-            if plan.is_noop() {
+            // Lock before reading the directory: what is planned is what is
+            // written, even with a second build racing this one.
+            let _lock = plan::lock(&out_dir).map_err(|d| fail(vec![d]))?;
+            let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
+            plan::apply(&plan).map_err(&fail)?;
+            if format == Format::Json {
+                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+            } else if plan.is_noop() {
                 let _ = writeln!(
                     stdout,
-                    "{shown} is up to date ({})",
+                    "{dir} is up to date ({})",
                     plural(plan.changes.len(), "file")
                 );
             } else {
-                let _ = writeln!(
-                    stdout,
-                    "wrote {} to {shown}: {} created, {} updated, {} unchanged",
-                    plural(plan.count(Op::Create) + plan.count(Op::Update), "file"),
-                    plan.count(Op::Create),
-                    plan.count(Op::Update),
-                    plan.count(Op::Unchanged),
-                );
+                let _ = writeln!(stdout, "updated {dir}: {}", summary(&plan));
             }
             Ok(Status::Ok)
+        }
+        Command::Diff {
+            inputs,
+            output,
+            format,
+            stat,
+        } => {
+            let fail = fail(if format == DiffFormat::Json {
+                Format::Json
+            } else {
+                Format::Text
+            });
+            let (out_dir, tree) = desired(&cwd, &inputs, &output, &fail)?;
+            let dir = shown(&cwd, &out_dir);
+            let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
+            let report = diff::report(&plan);
+            let text = match format {
+                DiffFormat::Text => diff::render_text(&report, true, stat),
+                DiffFormat::Markdown => diff::render_markdown(&report, stat),
+                DiffFormat::Json => diff::render_json(&report),
+            };
+            let _ = write!(stdout, "{text}");
+            Ok(if plan.is_noop() {
+                Status::Ok
+            } else {
+                Status::Changes
+            })
         }
         Command::Schema { kind } => {
             let text = match kind {
@@ -222,12 +338,7 @@ pub fn report(failure: &Failure, color: Color) {
         );
         return;
     }
-    let choice = match color {
-        Color::Auto => anstream::ColorChoice::Auto,
-        Color::Always => anstream::ColorChoice::Always,
-        Color::Never => anstream::ColorChoice::Never,
-    };
-    let mut stderr = anstream::AutoStream::new(std::io::stderr(), choice);
+    let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
     let _ = write!(
         stderr,
         "{}",

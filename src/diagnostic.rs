@@ -131,9 +131,9 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
     let n = diags.len();
     if n > 0 {
         let summary = if n == 1 {
-            "aborting due to 1 previous error; nothing was written".to_owned()
+            "aborting due to 1 previous error".to_owned()
         } else {
-            format!("aborting due to {n} previous errors; nothing was written")
+            format!("aborting due to {n} previous errors")
         };
         let _ = writeln!(
             out,

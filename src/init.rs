@@ -4,9 +4,14 @@ use std::path::Path;
 
 use minijinja::{Environment, context};
 
+use std::sync::Arc;
+
 use crate::diagnostic::Diagnostic;
 use crate::load::project::PROJECT_FILE;
+use crate::model::project::Defaults;
+use crate::source::SourceFile;
 use crate::validate::schema::TRAINING_JOB_SCHEMA;
+use crate::{load, validate};
 
 const DEFINITION_TEMPLATE: &str = include_str!("../library/init/trainingjob.yaml.j2");
 const PROJECT_TEMPLATE: &str = include_str!("../library/init/trainc.yaml.j2");
@@ -43,6 +48,26 @@ pub fn init(
     force: bool,
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
     let files = files(name, namespace).map_err(|d| vec![d])?;
+    // The starter must validate as written; checking the rendered text also
+    // refuses names that are not DNS labels (or that would escape `jobs/`)
+    // before anything is written.
+    for (rel, text) in files.iter().filter(|(rel, _)| rel.starts_with("jobs/")) {
+        let source = Arc::new(SourceFile {
+            name: rel.clone(),
+            text: text.clone(),
+        });
+        let docs = load::parse(&source).map_err(|d| vec![d])?;
+        let defaults = Defaults {
+            namespace: Some(namespace.to_owned()),
+            ..Defaults::default()
+        };
+        validate::validate(&docs, &defaults).map_err(|mut d| {
+            d.push(Diagnostic::new("`trainc init` would write an invalid starter").hint(
+                "use `--name` and `--namespace` values that are DNS labels: lower-case letters, digits and '-'",
+            ));
+            d
+        })?;
+    }
     if !force {
         let existing: Vec<Diagnostic> = files
             .iter()

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;
+pub mod diff;
 pub mod emit;
 pub mod init;
 pub mod load;

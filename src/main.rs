@@ -8,6 +8,7 @@ fn main() -> ExitCode {
     let color = cli.color;
     match cli::run(cli) {
         Ok(Status::Ok) => ExitCode::SUCCESS,
+        Ok(Status::Changes) => ExitCode::from(1),
         Err(failure) => {
             cli::report(&failure, color);
             ExitCode::from(2)

@@ -60,6 +60,9 @@ fn options() -> serde_saphyr::Options {
             max_total_scalar_bytes: 8 * 1024 * 1024,
         },
         duplicate_keys: DuplicateKeyPolicy::Error,
+        // YAML 1.2, as editors read it: `n`, `on`, `yes` are strings, so a
+        // hyperparameter named `n` stays `n`.
+        strict_booleans: true,
         with_snippet: false,
     }
 }
@@ -209,7 +212,10 @@ pub fn discover(
             files.push(path);
             continue;
         }
+        // Symlinked definitions are read (walkdir stops loops); only the
+        // output directory is never followed.
         let walker = walkdir::WalkDir::new(&path)
+            .follow_links(true)
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| {
@@ -236,16 +242,28 @@ pub fn discover(
 /// How a path is shown to users and in generated headers: relative to the
 /// project root when it lies below it, with `/` separators on every platform.
 pub fn display_name(root: &Path, path: &Path) -> String {
-    match path.strip_prefix(root) {
-        Ok(rel) => rel
-            .components()
-            .filter(|c| !matches!(c, std::path::Component::CurDir))
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/"),
-        // Outside the project: shown as given (absolute paths stay absolute).
-        Err(_) => path.to_string_lossy().into_owned(),
+    use std::path::Component;
+    // Outside the root the path climbs out with `..`, so it still does not
+    // depend on where the repository is checked out.
+    let normal = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    let (root_parts, parts) = (normal(root), normal(path));
+    let common = root_parts
+        .iter()
+        .zip(&parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if common == 0 && !root_parts.is_empty() {
+        return path.to_string_lossy().into_owned();
     }
+    let (root, path) = (root_parts, parts);
+    let mut parts: Vec<String> = vec!["..".to_owned(); root.len() - common];
+    parts.extend(path[common..].iter().cloned());
+    parts.join("/")
 }
 
 #[cfg(test)]
@@ -269,6 +287,30 @@ mod tests {
         let b1 = d.spans.get("/a/b/1").unwrap();
         assert_eq!((b1.value.line, b1.value.column), (2, 10));
         assert_eq!(d.value["a"]["b"][1], 2);
+    }
+
+    #[test]
+    fn display_names_are_relative_to_the_root() {
+        let root = Path::new("/repo/ml");
+        assert_eq!(
+            display_name(root, Path::new("/repo/ml/jobs/a.yaml")),
+            "jobs/a.yaml"
+        );
+        assert_eq!(
+            display_name(root, Path::new("/repo/shared/b.yaml")),
+            "../shared/b.yaml"
+        );
+        assert_eq!(display_name(root, Path::new("/repo/ml")), "");
+        assert_eq!(display_name(Path::new("/"), Path::new("/x/y")), "x/y");
+    }
+
+    #[test]
+    fn yaml_1_2_booleans_only() {
+        let d = &doc("n: on\ny: yes\nt: true\n").unwrap()[0];
+        assert_eq!(
+            d.value,
+            serde_json::json!({"n": "on", "y": "yes", "t": true})
+        );
     }
 
     #[test]

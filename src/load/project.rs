@@ -82,12 +82,19 @@ fn parse_project(doc: &Document) -> Result<ProjectFile, Vec<Diagnostic>> {
     if !found.is_empty() {
         return Err(found);
     }
-    serde_json::from_value(doc.value.clone()).map_err(|e| {
+    let pf: ProjectFile = serde_json::from_value(doc.value.clone()).map_err(|e| {
         vec![
             Diagnostic::new(format!(
                 "internal error: project schema and model disagree: {e}"
             ))
             .at(doc.locate("")),
         ]
-    })
+    })?;
+    let found = crate::validate::rules::check_labels(
+        doc,
+        "/defaults",
+        &pf.defaults.labels,
+        &pf.defaults.annotations,
+    );
+    if found.is_empty() { Ok(pf) } else { Err(found) }
 }

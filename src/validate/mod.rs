@@ -45,6 +45,9 @@ pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<
         }
     }
     duplicates(&valid, defaults, &mut diags);
+    if diags.is_empty() {
+        collisions(&valid, defaults, &mut diags);
+    }
     if !diags.is_empty() {
         diagnostic::normalize(&mut diags);
         return Err(diags);
@@ -84,6 +87,52 @@ fn duplicates(
             diags.push(d);
         } else {
             seen.insert(key, doc);
+        }
+    }
+}
+
+/// Two jobs whose generated objects share a name (job `a` with volume `z-data`
+/// and job `a-z` with volume `data` both claim `a-z-data`) would overwrite
+/// each other in the cluster.
+fn collisions(
+    valid: &[(&Document, TrainingJob)],
+    defaults: &Defaults,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut ordered: Vec<&(&Document, TrainingJob)> = valid.iter().collect();
+    ordered.sort_by_key(|(doc, _)| {
+        let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
+        (doc.file.name.clone(), pos)
+    });
+    let mut owners: BTreeMap<(&'static str, Option<String>, String), &Document> = BTreeMap::new();
+    for (doc, def) in ordered {
+        let mut reported = false;
+        for g in rules::generated(def, defaults) {
+            let key = (g.kind, g.namespace.clone(), g.name.clone());
+            match owners.get(&key) {
+                Some(first) if !std::ptr::eq(*first, *doc) && !reported => {
+                    let shown = match &g.namespace {
+                        Some(ns) => format!("{ns}/{}", g.name),
+                        None => g.name.clone(),
+                    };
+                    let mut d = Diagnostic::new(format!(
+                        "this job generates {} `{shown}`, which another job generates too",
+                        g.kind
+                    ))
+                    .path("metadata.name")
+                    .at(doc.locate("/metadata/name"))
+                    .hint("rename the job or the volume so generated names differ");
+                    if let Some(loc) = first.locate("/metadata/name") {
+                        d = d.related("the other job", loc);
+                    }
+                    diags.push(d);
+                    reported = true;
+                }
+                Some(_) => {}
+                None => {
+                    owners.insert(key, doc);
+                }
+            }
         }
     }
 }

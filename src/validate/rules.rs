@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
+use crate::model::definition::HyperparameterStyle;
 use crate::model::definition::{Scalar, TrainingJob};
-use crate::model::job::{RoleKind, namespace_of};
+use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of};
 use crate::model::project::Defaults;
 use crate::names;
 use crate::quantity;
@@ -179,6 +180,13 @@ fn storage(cx: &mut Ctx, def: &TrainingJob) {
         }
         let mount = v.mount_path.trim_end_matches('/');
         let mount = if mount.is_empty() { "/" } else { mount };
+        if mount == "/" {
+            cx.error(
+                &format!("{at}/mountPath"),
+                "a volume cannot be mounted at `/`",
+                "mount it at a directory such as `/data`",
+            );
+        }
         if let Some(first) = mounts.insert(mount, i) {
             cx.error(
                 &format!("{at}/mountPath"),
@@ -288,7 +296,23 @@ fn environment(cx: &mut Ctx, def: &TrainingJob) {
             }
         }
     }
-    if spec.cluster_spec.legacy_flags {
+    let styles = spec.hyperparameters_as.as_deref();
+    let as_flags = styles.is_none_or(|s| s.contains(&HyperparameterStyle::Flags));
+    let as_env = styles.is_some_and(|s| s.contains(&HyperparameterStyle::Env));
+    if as_env {
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+        for name in spec.hyperparameters.keys() {
+            let var = hyperparameter_env_name(name);
+            if let Some(first) = seen.insert(var.clone(), name) {
+                cx.error_at_key(
+                    &format!("/spec/hyperparameters/{}", pointer_segment(name)),
+                    format!("hyperparameters `{first}` and `{name}` both become `{var}`"),
+                    "rename one of them",
+                );
+            }
+        }
+    }
+    if as_flags && spec.cluster_spec.legacy_flags {
         for name in LEGACY_FLAGS {
             if spec.hyperparameters.contains_key(name) {
                 cx.error_at_key(
@@ -333,12 +357,34 @@ fn key_ok(key: &str) -> bool {
 }
 
 fn labels(cx: &mut Ctx, def: &TrainingJob) {
+    let found = check_labels(
+        cx.doc,
+        "/metadata",
+        &def.metadata.labels,
+        &def.metadata.annotations,
+    );
+    cx.out.extend(found);
+}
+
+/// Label and annotation keys and values under `base` (`/metadata` in a
+/// definition, `/defaults` in the project file): valid for Kubernetes, and
+/// clear of the prefixes trainc sets itself.
+pub fn check_labels(
+    doc: &Document,
+    base: &str,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Vec<Diagnostic> {
+    let mut cx = Ctx {
+        doc,
+        out: Vec::new(),
+    };
     for (field, map, values_are_labels) in [
-        ("labels", &def.metadata.labels, true),
-        ("annotations", &def.metadata.annotations, false),
+        ("labels", labels, true),
+        ("annotations", annotations, false),
     ] {
         for (k, v) in map {
-            let at = format!("/metadata/{field}/{}", pointer_segment(k));
+            let at = format!("{base}/{field}/{}", pointer_segment(k));
             if !key_ok(k) {
                 cx.error_at_key(
                     &at,
@@ -361,65 +407,104 @@ fn labels(cx: &mut Ctx, def: &TrainingJob) {
             }
         }
     }
+    cx.out
 }
 
-/// Every generated name must fit its kind's limit. The check uses the longest
-/// name of each kind (highest task index, full hash), built by the same
-/// functions the compiler uses.
-fn generated_names(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+/// An object a job will generate, named as the compiler will name it (Jobs
+/// with a placeholder hash of the real length).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Generated {
+    pub kind: &'static str,
+    /// `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    pub name: String,
+    pub limit: usize,
+}
+
+/// Every object name a definition produces, built by the same functions the
+/// compiler uses.
+pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     let job = &def.metadata.name;
-    let namespace = namespace_of(def, defaults);
+    let ns = namespace_of(def, defaults);
     let hash = "0".repeat(names::HASH_LEN);
-    let mut longest: Option<(String, &str, usize)> = None;
-    let mut consider = |name: String, kind: &'static str, limit: usize| {
-        if name.len() > limit
-            && longest
-                .as_ref()
-                .is_none_or(|l| name.len() - limit > l.0.len() - l.2)
-        {
-            longest = Some((name, kind, limit));
-        }
+    let mut out = Vec::new();
+    let mut add = |kind: &'static str, namespaced: bool, name: String, limit: usize| {
+        out.push(Generated {
+            kind,
+            namespace: namespaced.then(|| ns.clone()),
+            name,
+            limit,
+        });
     };
     for kind in RoleKind::ALL {
-        let n = replicas(def, kind);
-        if n > 0 {
-            let role = kind.as_str();
-            consider(names::task(job, role, n - 1), "Service", names::LABEL_MAX);
-            consider(
-                names::task_job(job, role, n - 1, &hash),
+        let role = kind.as_str();
+        for i in 0..replicas(def, kind) {
+            if kind != RoleKind::Evaluator {
+                add("Service", true, names::task(job, role, i), names::LABEL_MAX);
+            }
+            add(
                 "Job",
+                true,
+                names::task_job(job, role, i, &hash),
                 names::LABEL_MAX,
             );
         }
     }
     if def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled) {
-        consider(names::tensorboard(job), "Service", names::LABEL_MAX);
+        add("Service", true, names::tensorboard(job), names::LABEL_MAX);
+        add(
+            "Deployment",
+            true,
+            names::tensorboard(job),
+            names::LABEL_MAX,
+        );
     }
-    consider(names::cluster_spec(job), "ConfigMap", names::SUBDOMAIN_MAX);
+    add(
+        "ConfigMap",
+        true,
+        names::cluster_spec(job),
+        names::SUBDOMAIN_MAX,
+    );
     for v in &def.spec.storage {
         if v.existing_claim.is_none() {
-            consider(
-                names::claim(job, &v.name),
+            add(
                 "PersistentVolumeClaim",
+                true,
+                names::claim(job, &v.name),
                 names::SUBDOMAIN_MAX,
             );
         }
         if v.nfs.is_some() {
-            consider(
-                names::volume(&namespace, job, &v.name),
+            add(
                 "PersistentVolume",
+                false,
+                names::volume(&ns, job, &v.name),
                 names::SUBDOMAIN_MAX,
             );
         }
     }
-    if let Some((name, kind, limit)) = longest {
-        let over = name.len() - limit;
+    out
+}
+
+/// Every generated name must fit its kind's limit; the one furthest over is
+/// reported, with the length `metadata.name` must shrink to.
+fn generated_names(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+    let job = &def.metadata.name;
+    let worst = generated(def, defaults)
+        .into_iter()
+        .filter(|g| g.name.len() > g.limit)
+        .max_by_key(|g| (g.name.len() - g.limit, g.name.clone()));
+    if let Some(g) = worst {
+        let over = g.name.len() - g.limit;
         let max = job.len().saturating_sub(over);
         cx.error(
             "/metadata/name",
             format!(
-                "generated {kind} name `{name}` is {} characters, over the {limit}-character limit",
-                name.len()
+                "generated {} name `{}` is {} characters, over the {}-character limit",
+                g.kind,
+                g.name,
+                g.name.len(),
+                g.limit
             ),
             if max > 0 {
                 format!("shorten `metadata.name` to at most {max} characters")

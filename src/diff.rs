@@ -1,0 +1,362 @@
+//! What a build would change, for people and tools: a per-resource summary
+//! with the changed field paths, then unified diffs per file.
+
+use std::fmt::Write as _;
+
+use anstyle::{AnsiColor, Style};
+use serde::Serialize;
+use serde_json::Value;
+use similar::TextDiff;
+
+use crate::emit::KUSTOMIZATION;
+use crate::plan::{Change, Op, Plan};
+
+/// Diffs longer than this many lines are folded in Markdown reports.
+const FOLD_LINES: usize = 40;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub create: usize,
+    pub update: usize,
+    pub delete: usize,
+    pub unchanged: usize,
+    pub changes: Vec<Entry>,
+}
+
+/// One changed file and the resource it holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub op: &'static str,
+    /// Path inside the output directory.
+    pub path: String,
+    /// `Job`, `Service`, …; `Kustomization` for kustomization files; `File`
+    /// for anything that does not parse (a leftover temporary file).
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The stable name (for Jobs, without the spec hash).
+    pub name: String,
+    /// Changed leaf fields, for updates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+    /// Unified diff of the file.
+    pub diff: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldChange {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+}
+
+impl Entry {
+    /// `Job ml/mnist-worker-0`, or `PersistentVolume ml-mnist-data`.
+    pub fn resource(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+
+    fn is_resource(&self) -> bool {
+        self.kind != "Kustomization" && self.kind != "File"
+    }
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Create => "create",
+        Op::Update => "update",
+        Op::Delete => "delete",
+        Op::Unchanged => "unchanged",
+    }
+}
+
+fn parse(bytes: &[u8]) -> Option<Value> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| serde_saphyr::from_str::<Value>(s).ok())
+}
+
+pub fn report(plan: &Plan) -> Report {
+    let changes = plan.pending().map(entry).collect();
+    Report {
+        create: plan.count(Op::Create),
+        update: plan.count(Op::Update),
+        delete: plan.count(Op::Delete),
+        unchanged: plan.count(Op::Unchanged),
+        changes,
+    }
+}
+
+fn entry(c: &Change) -> Entry {
+    let old_text = c
+        .old
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let new_text = String::from_utf8_lossy(&c.new);
+    let old = c.old.as_deref().and_then(parse);
+    let new = (c.op != Op::Delete).then(|| parse(&c.new)).flatten();
+    let doc = new.as_ref().or(old.as_ref());
+    let file = c.path.rsplit('/').next().unwrap_or(&c.path);
+    let (kind, namespace, name) = match doc {
+        _ if file == KUSTOMIZATION => {
+            let dir = c.path.rsplit_once('/').map_or(".", |p| p.0);
+            ("Kustomization".to_owned(), None, dir.to_owned())
+        }
+        Some(v) if v.get("kind").is_some() => {
+            let kind = v["kind"].as_str().unwrap_or_default().to_owned();
+            let stem = file.strip_suffix(".yaml").unwrap_or(file);
+            let name = stem
+                .strip_prefix(&format!("{}-", kind.to_ascii_lowercase()))
+                .unwrap_or(stem)
+                .to_owned();
+            let ns = v["metadata"]["namespace"].as_str().map(str::to_owned);
+            (kind, ns, name)
+        }
+        _ => ("File".to_owned(), None, c.path.clone()),
+    };
+    let fields = match (c.op, &old, &new) {
+        (Op::Update, Some(o), Some(n)) => {
+            let mut out = Vec::new();
+            changed_fields("", o, n, &mut out);
+            out
+        }
+        _ => Vec::new(),
+    };
+    let diff = TextDiff::from_lines(old_text.as_ref(), new_text.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{}", c.path), &format!("b/{}", c.path))
+        .to_string();
+    Entry {
+        op: op_name(c.op),
+        path: c.path.clone(),
+        kind,
+        namespace,
+        name,
+        fields,
+        diff,
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// A value as shown in a field change: scalars plainly, collections as JSON.
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The leaf paths where `old` and `new` differ, in document order.
+pub fn changed_fields(path: &str, old: &Value, new: &Value, out: &mut Vec<FieldChange>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, va) in a {
+                match b.get(k) {
+                    Some(vb) => changed_fields(&join(path, k), va, vb, out),
+                    None => out.push(FieldChange {
+                        path: join(path, k),
+                        old: Some(show(va)),
+                        new: None,
+                    }),
+                }
+            }
+            for (k, vb) in b {
+                if !a.contains_key(k) {
+                    out.push(FieldChange {
+                        path: join(path, k),
+                        old: None,
+                        new: Some(show(vb)),
+                    });
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for i in 0..a.len().max(b.len()) {
+                let p = format!("{path}[{i}]");
+                match (a.get(i), b.get(i)) {
+                    (Some(va), Some(vb)) => changed_fields(&p, va, vb, out),
+                    (va, vb) => out.push(FieldChange {
+                        path: p,
+                        old: va.map(show),
+                        new: vb.map(show),
+                    }),
+                }
+            }
+        }
+        (a, b) if a != b => out.push(FieldChange {
+            path: path.to_owned(),
+            old: Some(show(a)),
+            new: Some(show(b)),
+        }),
+        _ => {}
+    }
+}
+
+fn field_line(f: &FieldChange) -> String {
+    match (&f.old, &f.new) {
+        (Some(o), Some(n)) => format!("{}: {o} → {n}", f.path),
+        (None, Some(n)) => format!("{}: added {n}", f.path),
+        (Some(o), None) => format!("{}: removed {o}", f.path),
+        (None, None) => f.path.clone(),
+    }
+}
+
+fn totals(r: &Report) -> String {
+    format!(
+        "{} to create, {} to update, {} to delete, {} unchanged",
+        r.create, r.update, r.delete, r.unchanged
+    )
+}
+
+/// Plain text for a terminal; `styled` adds colour (stripped by the caller
+/// when stdout is not a terminal).
+pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
+    let paint = |style: Style, s: &str| {
+        if styled {
+            format!("{style}{s}{style:#}")
+        } else {
+            s.to_owned()
+        }
+    };
+    let green = AnsiColor::Green.on_default();
+    let red = AnsiColor::Red.on_default();
+    let yellow = AnsiColor::Yellow.on_default();
+    let cyan = AnsiColor::Cyan.on_default();
+    let mut out = String::new();
+    if r.changes.is_empty() {
+        let _ = writeln!(out, "no changes ({} unchanged)", r.unchanged);
+        return out;
+    }
+    for e in r
+        .changes
+        .iter()
+        .filter(|e| e.is_resource() || e.kind == "File")
+    {
+        let (sign, style) = match e.op {
+            "create" => ('+', green),
+            "delete" => ('-', red),
+            _ => ('~', yellow),
+        };
+        let _ = writeln!(out, "{}", paint(style, &format!("{sign} {}", e.resource())));
+        for f in &e.fields {
+            let _ = writeln!(out, "    {}", field_line(f));
+        }
+    }
+    let _ = writeln!(out, "\n{}", totals(r));
+    if stat {
+        return out;
+    }
+    for e in &r.changes {
+        let _ = writeln!(out);
+        for line in e.diff.lines() {
+            let style = if line.starts_with("+++") || line.starts_with("---") {
+                Style::new().bold()
+            } else if line.starts_with('+') {
+                green
+            } else if line.starts_with('-') {
+                red
+            } else if line.starts_with("@@") {
+                cyan
+            } else {
+                Style::new()
+            };
+            let _ = writeln!(out, "{}", paint(style, line));
+        }
+    }
+    out
+}
+
+/// A report to paste into a pull request: a summary table, then one fenced
+/// `diff` block per file, long ones folded in `<details>`.
+pub fn render_markdown(r: &Report, stat: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### trainc diff\n");
+    if r.changes.is_empty() {
+        let _ = writeln!(out, "No changes ({} files unchanged).", r.unchanged);
+        return out;
+    }
+    let _ = writeln!(out, "{}.\n", totals(r));
+    let _ = writeln!(out, "| | resource | changed fields |\n|---|---|---|");
+    for e in r
+        .changes
+        .iter()
+        .filter(|e| e.is_resource() || e.kind == "File")
+    {
+        let fields: Vec<String> = e
+            .fields
+            .iter()
+            .map(|f| format!("`{}`", field_line(f).replace('|', "\\|").replace('`', "'")))
+            .collect();
+        let sign = match e.op {
+            "create" => "+",
+            "delete" => "−",
+            _ => "~",
+        };
+        let _ = writeln!(
+            out,
+            "| {sign} | `{}` | {} |",
+            e.resource(),
+            fields.join("<br>")
+        );
+    }
+    if stat {
+        return out;
+    }
+    for e in &r.changes {
+        let lines = e.diff.lines().count();
+        let block = format!("```diff\n{}```\n", e.diff);
+        if lines > FOLD_LINES {
+            let _ = writeln!(
+                out,
+                "\n<details><summary><code>{}</code> ({lines} lines)</summary>\n\n{block}\n</details>",
+                e.path
+            );
+        } else {
+            let _ = writeln!(out, "\n`{}`\n\n{block}", e.path);
+        }
+    }
+    out
+}
+
+pub fn render_json(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".to_owned());
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn field_paths_name_the_changed_leaves() {
+        let old = json!({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}], "gone": 1}});
+        let new = json!({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}], "added": [1]}});
+        let mut out = Vec::new();
+        changed_fields("", &old, &new, &mut out);
+        let lines: Vec<String> = out.iter().map(field_line).collect();
+        assert_eq!(
+            lines,
+            [
+                "spec.containers[0].resources.limits.nvidia.com/gpu: 1 → 2",
+                "spec.gone: removed 1",
+                "spec.added: added [1]",
+            ]
+        );
+    }
+}
