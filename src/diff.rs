@@ -197,6 +197,13 @@ pub fn changed_fields(path: &str, old: &Value, new: &Value, out: &mut Vec<FieldC
                 }
             }
         }
+        // JSON held in a string (`TF_CONFIG`, `cluster.json`): compare the
+        // structure, so the change reads `…value.cluster.worker[2]: added …`.
+        (Value::String(a), Value::String(b)) if a != b && embedded_json(a, b).is_some() => {
+            if let Some((ja, jb)) = embedded_json(a, b) {
+                changed_fields(path, &ja, &jb, out);
+            }
+        }
         (a, b) if a != b => out.push(FieldChange {
             path: path.to_owned(),
             old: Some(show(a)),
@@ -206,7 +213,31 @@ pub fn changed_fields(path: &str, old: &Value, new: &Value, out: &mut Vec<FieldC
     }
 }
 
+/// Both strings as JSON collections, if both are.
+fn embedded_json(a: &str, b: &str) -> Option<(Value, Value)> {
+    let parse = |s: &str| {
+        let t = s.trim_start();
+        (t.starts_with('{') || t.starts_with('['))
+            .then(|| serde_json::from_str::<Value>(s).ok())
+            .flatten()
+    };
+    Some((parse(a)?, parse(b)?))
+}
+
+/// Values longer than this are not repeated in summaries; the file diff
+/// below shows them.
+const SHORT: usize = 60;
+
 fn field_line(f: &FieldChange) -> String {
+    let long = |v: &Option<String>| v.as_ref().is_some_and(|s| s.len() > SHORT || s.contains('\n'));
+    if long(&f.old) || long(&f.new) {
+        let what = match (&f.old, &f.new) {
+            (None, _) => "added",
+            (_, None) => "removed",
+            _ => "changed",
+        };
+        return format!("{}: {what}", f.path);
+    }
     match (&f.old, &f.new) {
         (Some(o), Some(n)) => format!("{}: {o} → {n}", f.path),
         (None, Some(n)) => format!("{}: added {n}", f.path),
@@ -358,5 +389,25 @@ mod tests {
                 "spec.added: added [1]",
             ]
         );
+    }
+
+    #[test]
+    fn json_inside_strings_is_compared_by_structure() {
+        let old = json!({"value": r#"{"cluster":{"worker":["a:1"]},"task":{"index":0}}"#});
+        let new = json!({"value": r#"{"cluster":{"worker":["a:1","b:1"]},"task":{"index":0}}"#});
+        let mut out = Vec::new();
+        changed_fields("", &old, &new, &mut out);
+        let lines: Vec<String> = out.iter().map(field_line).collect();
+        assert_eq!(lines, ["value.cluster.worker[1]: added b:1"]);
+    }
+
+    #[test]
+    fn long_values_are_left_to_the_file_diff() {
+        let f = FieldChange {
+            path: "data.x".into(),
+            old: Some("a".repeat(80)),
+            new: Some("b".into()),
+        };
+        assert_eq!(field_line(&f), "data.x: changed");
     }
 }
