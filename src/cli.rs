@@ -196,11 +196,50 @@ fn desired(
     if let Some(o) = &output.output {
         // Also keeps `-o` out of the definitions when it lies among them.
         project.output = cwd.join(o);
+    } else if !inputs.paths.is_empty() {
+        partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
     let out_dir = project.output.clone();
     let jobs = pipeline::check(&project, cwd, &inputs.paths).map_err(fail)?;
     let tree = pipeline::render(&jobs).map_err(fail)?;
     Ok((out_dir, tree))
+}
+
+/// The output directory is a function of all its inputs: building some of a
+/// project's definitions into the project's output would prune every other
+/// job. So paths given without `-o` must name exactly the project's
+/// definitions (`trainc build jobs/` in a project whose sources are `jobs`).
+fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(), Vec<Diagnostic>> {
+    let given = pipeline::files(project, cwd, paths)?;
+    // Without trainc.yaml, and no `jobs/` to stand for the project, the
+    // paths alone define the output.
+    let all = pipeline::files(project, cwd, &[]).unwrap_or_default();
+    if given == all || (project.file.is_none() && all.is_empty()) {
+        return Ok(());
+    }
+    let out = crate::load::display_name(cwd, &project.output);
+    let missing = all.iter().filter(|f| !given.contains(f)).count();
+    let extra = given.iter().filter(|f| !all.contains(f)).count();
+    let what = match (missing, extra) {
+        (0, n) => format!("{} outside the project's sources", plural(n, "file")),
+        (n, 0) => format!(
+            "leaves out {} of the project's sources",
+            plural(n, "definition file")
+        ),
+        (m, n) => format!(
+            "leaves out {} of the project's sources and adds {} outside them",
+            plural(m, "definition file"),
+            plural(n, "file")
+        ),
+    };
+    Err(vec![
+        Diagnostic::new(format!(
+            "the paths given are not the project's sources ({what}); building them into {out} would prune the other jobs"
+        ))
+        .hint(
+            "run without paths to build the whole project, or pass `-o DIR` to build only these paths into another directory; `trainc validate PATH…` checks a subset",
+        ),
+    ])
 }
 
 fn summary(plan: &Plan) -> String {

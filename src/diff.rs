@@ -229,7 +229,10 @@ fn embedded_json(a: &str, b: &str) -> Option<(Value, Value)> {
 const SHORT: usize = 60;
 
 fn field_line(f: &FieldChange) -> String {
-    let long = |v: &Option<String>| v.as_ref().is_some_and(|s| s.len() > SHORT || s.contains('\n'));
+    let long = |v: &Option<String>| {
+        v.as_ref()
+            .is_some_and(|s| s.len() > SHORT || s.contains('\n'))
+    };
     if long(&f.old) || long(&f.new) {
         let what = match (&f.old, &f.new) {
             (None, _) => "added",

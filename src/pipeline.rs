@@ -10,13 +10,13 @@ use crate::load::{self, Document};
 use crate::model::Job;
 use crate::{par, validate};
 
-/// Loads every document under `paths` (or the project's sources when empty).
-/// Findings from all files are gathered before giving up.
-pub fn load(
+/// The definition files under `paths` (or the project's sources when empty),
+/// never the output directory or the project file.
+pub fn files(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
-) -> Result<Vec<Document>, Vec<Diagnostic>> {
+) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
     let roots: Vec<PathBuf> = if paths.is_empty() {
         project.sources.clone()
     } else {
@@ -34,6 +34,17 @@ pub fn load(
             "pass definition files or directories, or list them under `sources` in trainc.yaml (`trainc init` writes a starter)",
         )]);
     }
+    Ok(files)
+}
+
+/// Loads every document under `paths` (or the project's sources when empty).
+/// Findings from all files are gathered before giving up.
+pub fn load(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<Document>, Vec<Diagnostic>> {
+    let files = files(project, cwd, paths)?;
     // Files parse independently; results come back in file order.
     let parsed = par::map(&files, |path| {
         let name = load::display_name(&project.root, path);
@@ -62,7 +73,16 @@ pub fn check(
     paths: &[PathBuf],
 ) -> Result<Vec<Job>, Vec<Diagnostic>> {
     let docs = load(project, cwd, paths)?;
-    validate::validate(&docs, &project.defaults)
+    let jobs = validate::validate(&docs, &project.defaults)?;
+    if jobs.is_empty() {
+        // An empty tree would prune every generated file, and a GitOps
+        // controller would then delete every job from the cluster.
+        return Err(vec![
+            Diagnostic::new("no training jobs found: the definition files hold no documents")
+                .hint("add a `kind: TrainingJob` document; to remove every job, delete the output directory by hand"),
+        ]);
+    }
+    Ok(jobs)
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are
