@@ -89,7 +89,9 @@ pub fn check(
 /// independent, so they compile and serialize on every core; the result is
 /// assembled in a sorted map and does not depend on scheduling.
 pub fn render(jobs: &[Job]) -> Result<Tree, Vec<Diagnostic>> {
-    let files = par::map(jobs, |job| emit::emit_job(&compile::compile(job)));
+    let files = par::map(jobs, |job| {
+        compile::compile(job).and_then(|c| emit::emit_job(&c))
+    });
     let files = files
         .into_iter()
         .collect::<Result<Vec<_>, String>>()

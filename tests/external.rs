@@ -48,7 +48,7 @@ fn kubectl_kustomize_renders_every_manifest() {
     let Some(kubectl) = tool("TRAINC_KUBECTL", "kubectl") else {
         return;
     };
-    for example in ["mnist", "mnist-cpu"] {
+    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
         let (dir, _) = common::build_example(example);
         let deploy = dir.path().join("deploy");
         let o = Command::new(&kubectl)
@@ -72,7 +72,7 @@ fn kubernetes_validate_accepts_every_manifest() {
     let Some(validator) = tool("TRAINC_KUBERNETES_VALIDATE", "kubernetes-validate") else {
         return;
     };
-    for example in ["mnist", "mnist-cpu"] {
+    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
         let (dir, _) = common::build_example(example);
         let files = manifests(&dir.path().join("deploy"));
         let o = Command::new(&validator)

@@ -25,3 +25,9 @@ fn mnist_cpu() {
     let (_dir, tree) = common::build_example("mnist-cpu");
     insta::assert_snapshot!(render(&tree));
 }
+
+#[test]
+fn kitchen_sink() {
+    let (_dir, tree) = common::build_example("kitchen-sink");
+    insta::assert_snapshot!(render(&tree));
+}

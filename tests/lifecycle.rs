@@ -420,13 +420,20 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     assert_eq!(stdout(&o), "deploy is up to date (26 files)\n");
 
     // Elsewhere, the paths alone define the output.
-    let o = run(dir.path(), &["build", "jobs/mnist.yaml", "-o", "only-mnist"]);
+    let o = run(
+        dir.path(),
+        &["build", "jobs/mnist.yaml", "-o", "only-mnist"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let tree = read_tree(&dir.path().join("only-mnist"));
     assert!(tree.keys().all(|k| !k.contains("mnist-cpu")));
 
     // `validate` narrows freely.
-    assert!(run(dir.path(), &["validate", "jobs/mnist.yaml"]).status.success());
+    assert!(
+        run(dir.path(), &["validate", "jobs/mnist.yaml"])
+            .status
+            .success()
+    );
 }
 
 #[test]
@@ -437,6 +444,10 @@ fn definitions_with_no_jobs_do_not_empty_the_output() {
     fs::write(dir.path().join("jobs/mnist.yaml"), "# nothing yet\n").expect("write");
     let o = run(dir.path(), &["build"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no training jobs found"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no training jobs found"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(read_tree(&dir.path().join("deploy")), before);
 }

@@ -21,7 +21,7 @@ use crate::names;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-pub fn compile(job: &Job) -> Vec<Manifest> {
+pub fn compile(job: &Job) -> Result<Vec<Manifest>, String> {
     let cluster = ClusterSpec::of(job);
     let mut out = vec![cluster_spec_config_map(job, &cluster)];
     for role in &job.roles {
@@ -29,12 +29,12 @@ pub fn compile(job: &Job) -> Vec<Manifest> {
             if role.kind != RoleKind::Evaluator {
                 out.push(task_service(job, role, index));
             }
-            out.push(task_job(job, role, index, &cluster));
+            out.push(task_job(job, role, index, &cluster)?);
         }
     }
     out.extend(storage::manifests(job));
     out.extend(tensorboard::manifests(job));
-    out
+    Ok(out)
 }
 
 /// The cluster spec, for review and for programs that read it from
@@ -91,22 +91,29 @@ fn task_service(job: &Job, role: &Role, index: u32) -> Manifest {
     Manifest::new(svc, &name, &name, true, &job.namespace)
 }
 
-/// Short content hash of a Job spec: the same spec always gives the same name.
-fn spec_hash(spec: &JobSpec) -> String {
+/// Short content hash of what a Job cannot change in place: its spec, and
+/// its Kueue queue (Kueue refuses to move an admitted Job to another queue).
+/// The same inputs always give the same name.
+fn spec_hash(spec: &JobSpec, queue: Option<&str>) -> Result<String, String> {
     // JSON of the typed spec: field order is fixed by the type, maps are
     // sorted, so equal specs give equal bytes.
-    let bytes = serde_json::to_vec(spec).unwrap_or_default();
+    let mut bytes = serde_json::to_vec(spec).map_err(|e| e.to_string())?;
+    if let Some(queue) = queue {
+        // Appended only when set, so Jobs without a queue keep their names.
+        bytes.extend_from_slice(b"\nqueue=");
+        bytes.extend_from_slice(queue.as_bytes());
+    }
     let digest = Sha256::digest(&bytes);
-    digest
+    Ok(digest
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<String>()
         .chars()
         .take(names::HASH_LEN)
-        .collect()
+        .collect())
 }
 
-fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Manifest {
+fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Result<Manifest, String> {
     let rp = &job.run_policy;
     let spec = JobSpec {
         backoff_limit: Some(rp.backoff_limit),
@@ -118,7 +125,12 @@ fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Manife
         ..JobSpec::default()
     };
     let stable = names::task(&job.name, role.kind.as_str(), index);
-    let name = names::task_job(&job.name, role.kind.as_str(), index, &spec_hash(&spec));
+    let name = names::task_job(
+        &job.name,
+        role.kind.as_str(),
+        index,
+        &spec_hash(&spec, rp.queue.as_deref())?,
+    );
     let mut labels = meta::labels(job, meta::task_selector(job, role.kind, index));
     if let Some(queue) = &rp.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
@@ -128,5 +140,5 @@ fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Manife
         spec: Some(spec),
         ..BatchJob::default()
     };
-    Manifest::new(batch, &name, &stable, true, &job.namespace)
+    Ok(Manifest::new(batch, &name, &stable, true, &job.namespace))
 }

@@ -102,15 +102,15 @@ pub struct CompiledJob {
     pub manifests: Vec<Manifest>,
 }
 
-pub fn compile(job: &Job) -> CompiledJob {
+pub fn compile(job: &Job) -> Result<CompiledJob, String> {
     let mut manifests = match job.target {
-        Target::Kubernetes => kubernetes::compile(job),
+        Target::Kubernetes => kubernetes::compile(job)?,
     };
     manifests.sort_by_key(Manifest::file_name);
-    CompiledJob {
+    Ok(CompiledJob {
         namespace: job.namespace.clone(),
         name: job.name.clone(),
         source: job.source.clone(),
         manifests,
-    }
+    })
 }

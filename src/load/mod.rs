@@ -38,6 +38,76 @@ impl Document {
             .map(|p| Location::new(&self.file, p.value))
     }
 
+    /// The document as the typed model, once the schema has accepted it. The
+    /// schema cannot tell `2.0` from `2` (JSON Schema counts both as
+    /// integers), so that one mismatch is the user's and is reported as such;
+    /// any other is a trainc bug, still located rather than a panic.
+    pub fn typed<T: serde::de::DeserializeOwned>(&self) -> Result<T, Diagnostic> {
+        serde_path_to_error::deserialize(&self.value).map_err(|e| {
+            let pointer: String = e
+                .path()
+                .iter()
+                .filter_map(|seg| match seg {
+                    serde_path_to_error::Segment::Seq { index } => Some(format!("/{index}")),
+                    serde_path_to_error::Segment::Map { key } => {
+                        Some(format!("/{}", pointer_segment(key)))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let found = self.value.pointer(&pointer);
+            match found {
+                Some(Value::Number(n)) if n.is_f64() => {
+                    Diagnostic::new(format!("expected a whole number, found `{n}`"))
+                        .at(self.locate(&pointer))
+                        .path(self.dotted(&pointer))
+                        .hint("write whole numbers without a decimal point, e.g. `2`, not `2.0`")
+                }
+                _ => Diagnostic::new(format!(
+                    "internal error: schema and model disagree at {pointer}: {}",
+                    e.inner()
+                ))
+                .at(self.locate(&pointer))
+                .hint("please report this with the definition that triggers it"),
+            }
+        })
+    }
+
+    /// The source text of the scalar at `pointer`, exactly as written.
+    pub fn source_text(&self, pointer: &str) -> Option<&str> {
+        let pos = self.spans.get(pointer)?.text;
+        let start = pos.byte?;
+        self.file.text.get(start..start.checked_add(pos.len)?)
+    }
+
+    /// The field at `pointer` as users write paths: `/spec/storage/0/name` →
+    /// `spec.storage[0].name`. Only array positions get brackets, so a map
+    /// key that is a number (a hyperparameter named `0`) stays a key.
+    pub fn dotted(&self, pointer: &str) -> String {
+        let mut out = String::new();
+        let mut at = Some(&self.value);
+        for seg in pointer.split('/').skip(1) {
+            let key = seg.replace("~1", "/").replace("~0", "~");
+            match at {
+                Some(Value::Array(items)) => {
+                    out.push_str(&format!("[{key}]"));
+                    at = key.parse::<usize>().ok().and_then(|i| items.get(i));
+                }
+                other => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(&key);
+                    at = match other {
+                        Some(Value::Object(m)) => m.get(&key),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        out
+    }
+
     /// Where the key naming the value at `pointer` is, falling back to the value.
     pub fn locate_key(&self, pointer: &str) -> Option<Location> {
         self.spans
@@ -287,6 +357,42 @@ mod tests {
         let b1 = d.spans.get("/a/b/1").unwrap();
         assert_eq!((b1.value.line, b1.value.column), (2, 10));
         assert_eq!(d.value["a"]["b"][1], 2);
+    }
+
+    #[test]
+    fn scalars_keep_their_source_text() {
+        let d = &doc("hp: {lr: 0.00010, v: 2.10, n: 1e-3}\nx:\n  y: 1.50 # c\n").unwrap()[0];
+        assert_eq!(d.source_text("/hp/lr"), Some("0.00010"));
+        assert_eq!(d.source_text("/hp/v"), Some("2.10"));
+        assert_eq!(d.source_text("/hp/n"), Some("1e-3"));
+        assert_eq!(d.source_text("/x/y"), Some("1.50"));
+        let d = &doc("a: &x 0.50\nb: *x\n").unwrap()[0];
+        assert_eq!(d.source_text("/a"), Some("0.50"));
+        assert_eq!(d.source_text("/b"), Some("0.50"));
+    }
+
+    #[test]
+    fn dotted_paths_bracket_array_positions_only() {
+        let d = &doc("spec:\n  storage: [{name: x}]\n  hp: {\"0\": 1, a/b: 2}\n").unwrap()[0];
+        assert_eq!(d.dotted("/spec/storage/0/name"), "spec.storage[0].name");
+        assert_eq!(d.dotted("/spec/hp/0"), "spec.hp.0");
+        assert_eq!(d.dotted("/spec/hp/a~1b"), "spec.hp.a/b");
+        assert_eq!(d.dotted(""), "");
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_located() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            n: Vec<u32>,
+        }
+        let d = &doc("n: [1, 2.0]\n").unwrap()[0];
+        let e = d.typed::<T>().unwrap_err();
+        assert_eq!(e.message, "expected a whole number, found `2.0`");
+        assert_eq!(e.path.as_deref(), Some("n[1]"));
+        let pos = e.location.unwrap().pos;
+        assert_eq!((pos.line, pos.column), (1, 8));
     }
 
     #[test]

@@ -144,6 +144,9 @@ impl Visitor<'_> for KeyVisitor {
 pub struct NodePos {
     pub key: Option<Pos>,
     pub value: Pos,
+    /// Where the value's text is: `value` itself, except for an alias
+    /// (`*x`), whose text is at its anchor.
+    pub text: Pos,
 }
 
 /// JSON pointer (`/spec/roles/worker/replicas`) → position of that node.
@@ -197,6 +200,7 @@ pub(crate) fn into_json(root: Spanned<Node>, index: &mut SpanIndex) -> Value {
     let pos = NodePos {
         key: None,
         value: to_pos(root.referenced),
+        text: to_pos(root.defined),
     };
     index.map.insert(String::new(), pos);
     convert(root.value, String::new(), index)
@@ -221,6 +225,7 @@ fn convert(node: Node, pointer: String, index: &mut SpanIndex) -> Value {
                     NodePos {
                         key: None,
                         value: to_pos(item.referenced),
+                        text: to_pos(item.defined),
                     },
                 );
                 out.push(convert(item.value, child, index));
@@ -234,6 +239,7 @@ fn convert(node: Node, pointer: String, index: &mut SpanIndex) -> Value {
                 let pos = NodePos {
                     key: Some(to_pos(key.referenced)),
                     value: to_pos(value.referenced),
+                    text: to_pos(value.defined),
                 };
                 index.map.insert(child.clone(), pos);
                 let v = convert(value.value, child, index);

@@ -82,14 +82,7 @@ fn parse_project(doc: &Document) -> Result<ProjectFile, Vec<Diagnostic>> {
     if !found.is_empty() {
         return Err(found);
     }
-    let pf: ProjectFile = serde_json::from_value(doc.value.clone()).map_err(|e| {
-        vec![
-            Diagnostic::new(format!(
-                "internal error: project schema and model disagree: {e}"
-            ))
-            .at(doc.locate("")),
-        ]
-    })?;
+    let pf: ProjectFile = doc.typed().map_err(|d| vec![d])?;
     let found = crate::validate::rules::check_labels(
         doc,
         "/defaults",

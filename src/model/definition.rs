@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::load::pointer_segment;
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrainingJob {
@@ -91,10 +93,64 @@ pub struct Spec {
     pub service_account_name: Option<String>,
 }
 
-/// A string, number or boolean as written; rendered without quotes.
+/// A string, number or boolean; rendered without quotes. Numbers and
+/// booleans are rendered as written once [`TrainingJob::keep_written`] has
+/// run: YAML reads `version: 2.10` as the float 2.1, and `lr: 0.00001` would
+/// print as `1e-5`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct Scalar(pub Value);
+
+impl TrainingJob {
+    /// Replaces every non-string scalar in a free-form slot (env,
+    /// hyperparameters, quantities) by its source text, looked up by JSON
+    /// pointer.
+    pub fn keep_written(&mut self, text: impl Fn(&str) -> Option<String>) {
+        let keep = |pointer: String, v: &mut Scalar| {
+            if !v.0.is_string()
+                && let Some(t) = text(&pointer)
+            {
+                v.0 = Value::String(t);
+            }
+        };
+        let spec = &mut self.spec;
+        for (base, map) in [
+            ("/spec/env", &mut spec.env),
+            ("/spec/hyperparameters", &mut spec.hyperparameters),
+        ] {
+            for (k, v) in map.iter_mut() {
+                keep(format!("{base}/{}", pointer_segment(k)), v);
+            }
+        }
+        if let Some(v) = &mut spec.shm_size {
+            keep("/spec/shmSize".into(), v);
+        }
+        for (i, vol) in spec.storage.iter_mut().enumerate() {
+            if let Some(v) = &mut vol.size {
+                keep(format!("/spec/storage/{i}/size"), v);
+            }
+        }
+        let roles = &mut spec.roles;
+        for (name, role) in [
+            ("chief", &mut roles.chief),
+            ("ps", &mut roles.ps),
+            ("worker", &mut roles.worker),
+            ("evaluator", &mut roles.evaluator),
+        ] {
+            let Some(role) = role else { continue };
+            let base = format!("/spec/roles/{name}");
+            for (k, v) in &mut role.env {
+                keep(format!("{base}/env/{}", pointer_segment(k)), v);
+            }
+            if let Some(v) = &mut role.resources.cpu {
+                keep(format!("{base}/resources/cpu"), v);
+            }
+            if let Some(v) = &mut role.resources.memory {
+                keep(format!("{base}/resources/memory"), v);
+            }
+        }
+    }
+}
 
 impl Scalar {
     pub fn render(&self) -> String {

@@ -26,8 +26,9 @@ pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<
             diags.extend(found);
             continue;
         }
-        match serde_json::from_value::<TrainingJob>(doc.value.clone()) {
-            Ok(def) => {
+        match doc.typed::<TrainingJob>() {
+            Ok(mut def) => {
+                def.keep_written(|p| doc.source_text(p).map(str::to_owned));
                 let found = rules::check(doc, &def, defaults);
                 if found.is_empty() {
                     valid.push((doc, def));
@@ -35,13 +36,7 @@ pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<
                     diags.extend(found);
                 }
             }
-            // The schema accepted what the model cannot hold: a trainc bug,
-            // reported as a finding rather than a panic.
-            Err(e) => diags.push(
-                Diagnostic::new(format!("internal error: schema and model disagree: {e}"))
-                    .at(doc.locate(""))
-                    .hint("please report this with the definition that triggers it"),
-            ),
+            Err(d) => diags.push(d),
         }
     }
     duplicates(&valid, defaults, &mut diags);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
 use crate::model::definition::HyperparameterStyle;
-use crate::model::definition::{Scalar, TrainingJob};
+use crate::model::definition::{Scalar, Toleration, TrainingJob, Volume};
 use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of};
 use crate::model::project::Defaults;
 use crate::names;
@@ -29,7 +29,7 @@ impl Ctx<'_> {
     fn error(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
         let hint = hint.into();
         let mut d = Diagnostic::new(message)
-            .path(crate::validate::schema::dotted(pointer))
+            .path(self.doc.dotted(pointer))
             .at(self.doc.locate(pointer));
         if !hint.is_empty() {
             d = d.hint(hint);
@@ -40,7 +40,7 @@ impl Ctx<'_> {
     fn error_at_key(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
         self.out.push(
             Diagnostic::new(message)
-                .path(crate::validate::schema::dotted(pointer))
+                .path(self.doc.dotted(pointer))
                 .at(self.doc.locate_key(pointer))
                 .hint(hint),
         );
@@ -54,9 +54,11 @@ pub fn check(doc: &Document, def: &TrainingJob, defaults: &Defaults) -> Vec<Diag
         out: Vec::new(),
     };
     roles(&mut cx, def);
+    scheduling(&mut cx, def);
     quantities(&mut cx, def);
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
+    access_modes(&mut cx, def);
     environment(&mut cx, def);
     labels(&mut cx, def);
     generated_names(&mut cx, def, defaults);
@@ -100,6 +102,75 @@ fn roles(cx: &mut Ctx, def: &TrainingJob) {
             "/spec/roles/evaluator/replicas",
             "TensorFlow runs at most one evaluator",
             "set `replicas: 1`",
+        );
+    }
+}
+
+/// Node selectors and tolerations, held to the rules the API server applies,
+/// so a bad one fails here and not at sync time.
+fn scheduling(cx: &mut Ctx, def: &TrainingJob) {
+    for kind in RoleKind::ALL {
+        let Some(role) = kind.of(&def.spec.roles) else {
+            continue;
+        };
+        let base = format!("/spec/roles/{}", kind.as_str());
+        for (k, v) in &role.node_selector {
+            let at = format!("{base}/nodeSelector/{}", pointer_segment(k));
+            if !key_ok(k) {
+                cx.error_at_key(
+                    &at,
+                    format!("`{k}` is not a valid node label key"),
+                    "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'",
+                );
+            }
+            if !(v.is_empty() || label_name_ok(v)) {
+                cx.error(
+                    &at,
+                    format!("`{v}` is not a valid node label value"),
+                    "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+                );
+            }
+        }
+        for (i, t) in role.tolerations.iter().enumerate() {
+            toleration(cx, &format!("{base}/tolerations/{i}"), t);
+        }
+    }
+}
+
+fn toleration(cx: &mut Ctx, at: &str, t: &Toleration) {
+    let exists = t.operator.as_deref() == Some("Exists");
+    let key = t.key.as_deref().unwrap_or("");
+    if key.is_empty() && !exists {
+        cx.error(
+            at,
+            "a toleration without a key must use `operator: Exists`",
+            "set `key`, or `operator: Exists` to tolerate every taint",
+        );
+    } else if !key.is_empty() && !key_ok(key) {
+        cx.error(
+            &format!("{at}/key"),
+            format!("`{key}` is not a valid taint key"),
+            "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'",
+        );
+    }
+    match t.value.as_deref() {
+        Some(v) if exists && !v.is_empty() => cx.error(
+            &format!("{at}/value"),
+            "a toleration with `operator: Exists` takes no value",
+            "remove `value`, or use `operator: Equal`",
+        ),
+        Some(v) if !v.is_empty() && !label_name_ok(v) => cx.error(
+            &format!("{at}/value"),
+            format!("`{v}` is not a valid taint value"),
+            "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+        ),
+        _ => {}
+    }
+    if t.toleration_seconds.is_some() && t.effect.as_deref() != Some("NoExecute") {
+        cx.error(
+            &format!("{at}/tolerationSeconds"),
+            "`tolerationSeconds` only applies to `effect: NoExecute`",
+            "set `effect: NoExecute`, or remove `tolerationSeconds`",
         );
     }
 }
@@ -245,35 +316,82 @@ fn lies_on(path: &str, mount: &str) -> bool {
     path == mount || path.starts_with(&format!("{mount}/")) || mount.is_empty()
 }
 
+/// The volume the TensorBoard log directory lies on: the deepest mount
+/// containing it, as in the container's view of nested mounts.
+fn log_volume(def: &TrainingJob) -> Option<(usize, &Volume)> {
+    let tb = def.spec.tensorboard.as_ref().filter(|t| t.enabled)?;
+    def.spec
+        .storage
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| lies_on(&tb.log_dir, &v.mount_path))
+        .max_by_key(|(_, v)| v.mount_path.trim_end_matches('/').len())
+}
+
 fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
     let Some(tb) = def.spec.tensorboard.as_ref().filter(|t| t.enabled) else {
         return;
     };
-    if !def
-        .spec
-        .storage
-        .iter()
-        .any(|v| lies_on(&tb.log_dir, &v.mount_path))
-    {
-        let mounts: Vec<String> = def
-            .spec
-            .storage
-            .iter()
-            .map(|v| format!("`{}`", v.mount_path))
-            .collect();
-        let hint = if mounts.is_empty() {
-            "add a shared volume under `spec.storage`, so training and TensorBoard see the same files".to_owned()
-        } else {
-            format!(
-                "put the log directory below a mounted volume: {}",
-                mounts.join(", ")
-            )
-        };
-        cx.error(
-            "/spec/tensorboard/logDir",
-            format!("log directory `{}` is not on a mounted volume", tb.log_dir),
-            hint,
-        );
+    match log_volume(def) {
+        None => {
+            let mounts: Vec<String> = def
+                .spec
+                .storage
+                .iter()
+                .map(|v| format!("`{}`", v.mount_path))
+                .collect();
+            let hint = if mounts.is_empty() {
+                "add a shared volume under `spec.storage`, so training and TensorBoard see the same files".to_owned()
+            } else {
+                format!(
+                    "put the log directory below a mounted volume: {}",
+                    mounts.join(", ")
+                )
+            };
+            cx.error(
+                "/spec/tensorboard/logDir",
+                format!("log directory `{}` is not on a mounted volume", tb.log_dir),
+                hint,
+            );
+        }
+        Some((i, v)) if v.read_only || v.access_mode.as_deref() == Some("ReadOnlyMany") => {
+            cx.error(
+                "/spec/tensorboard/logDir",
+                format!(
+                    "log directory `{}` is on volume `{}`, which training cannot write to",
+                    tb.log_dir, v.name
+                ),
+                format!(
+                    "the tasks write the logs TensorBoard reads; make spec.storage[{i}] writable or put the logs on another volume"
+                ),
+            );
+        }
+        Some(_) => {}
+    }
+}
+
+/// Every task mounts every volume (TensorBoard mounts the one holding its
+/// logs), and tasks land on different nodes: a single-node access mode would
+/// leave all but the first pod waiting on a Multi-Attach error.
+fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
+    let tasks: u32 = RoleKind::ALL.iter().map(|k| replicas(def, *k)).sum();
+    let log = log_volume(def).map(|(i, _)| i);
+    for (i, v) in def.spec.storage.iter().enumerate() {
+        let mode = v.access_mode.as_deref().unwrap_or("ReadWriteMany");
+        if !matches!(mode, "ReadWriteOnce" | "ReadWriteOncePod") {
+            continue;
+        }
+        let pods = tasks + u32::from(log == Some(i));
+        if pods > 1 {
+            cx.error(
+                &format!("/spec/storage/{i}/accessMode"),
+                format!(
+                    "volume `{}` is {mode}, but {pods} pods mount it",
+                    v.name
+                ),
+                "every task mounts every volume, on different nodes; use `ReadWriteMany` (NFS, CephFS, a cloud file store) or `ReadOnlyMany` for shared input",
+            );
+        }
     }
 }
 

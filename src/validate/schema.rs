@@ -87,7 +87,7 @@ impl Schema {
         let subschema = schema_path
             .rfind('/')
             .and_then(|i| self.json.pointer(&schema_path[..i]));
-        let path = dotted(&pointer);
+        let path = doc.dotted(&pointer);
         let instance = e.instance();
         let diag = |msg: String| Diagnostic::new(msg).path(path.clone());
         match e.kind() {
@@ -277,24 +277,6 @@ pub fn short(v: &Value) -> String {
     }
 }
 
-/// `/spec/roles/worker/replicas` → `spec.roles.worker.replicas`;
-/// `/spec/storage/0/name` → `spec.storage[0].name`.
-pub fn dotted(pointer: &str) -> String {
-    let mut out = String::new();
-    for seg in pointer.split('/').skip(1) {
-        let seg = seg.replace("~1", "/").replace("~0", "~");
-        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{seg}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&seg);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,12 +290,5 @@ mod tests {
             );
             assert!(jsonschema::meta::is_valid(&schema.json));
         }
-    }
-
-    #[test]
-    fn dotted_paths() {
-        assert_eq!(dotted("/spec/storage/0/name"), "spec.storage[0].name");
-        assert_eq!(dotted("/metadata/labels/a~1b"), "metadata.labels.a/b");
-        assert_eq!(dotted(""), "");
     }
 }

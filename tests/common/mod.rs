@@ -13,8 +13,14 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A bundled example, or a test fixture project from tests/fixtures.
 pub fn example(name: &str) -> PathBuf {
-    root().join("examples").join(name)
+    let bundled = root().join("examples").join(name);
+    if bundled.exists() {
+        bundled
+    } else {
+        root().join("tests/fixtures").join(name)
+    }
 }
 
 /// Runs trainc in `cwd` and returns its output.
