@@ -10,29 +10,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The tool, or `None` (skip) when it is missing outside CI.
-fn tool(env: &str, name: &str) -> Option<PathBuf> {
-    let candidates = std::env::var_os(env).map(PathBuf::from).into_iter().chain(
-        std::env::var_os("PATH").into_iter().flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .collect::<Vec<_>>()
-        }),
-    );
-    for c in candidates {
-        if c.is_file() {
-            return Some(c);
-        }
-    }
-    assert!(
-        std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
-        "{name} is required (set {env} or put it on PATH); `bash tests/run.sh` installs it"
-    );
-    eprintln!("skipping: {name} not found (run `bash tests/run.sh` to install it)");
-    None
-}
+use common::tool;
+use std::process::Command;
 
 fn manifests(tree: &Path) -> Vec<PathBuf> {
     walkdir::WalkDir::new(tree)

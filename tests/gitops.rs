@@ -1,0 +1,204 @@
+//! The GitOps glue shipped as documentation: the pre-commit hooks, the CI
+//! recipe, and the Argo CD and Flux objects. No controller runs here, so the
+//! files are parsed and held to what makes them work with trainc's output:
+//! the synced path is the project's output root, pruning is on, nothing
+//! forces re-creation, and every command they run behaves as they expect.
+
+mod common;
+
+use std::fs;
+
+use common::{root, run, scratch_example, stderr};
+use serde_json::Value;
+
+fn yaml_docs(path: &str) -> Vec<Value> {
+    let text = fs::read_to_string(root().join(path)).expect("read");
+    serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn one(path: &str) -> Value {
+    let mut docs = yaml_docs(path);
+    assert_eq!(docs.len(), 1, "{path}");
+    docs.remove(0)
+}
+
+/// The example project's `output`: the directory controllers must sync.
+fn output_dir() -> String {
+    let project = one("examples/mnist/trainc.yaml");
+    project["output"].as_str().expect("output").to_owned()
+}
+
+/// Every shipped YAML file appears in docs/gitops.md byte for byte, so the
+/// page never drifts from the files the tests check.
+#[test]
+fn the_gitops_page_shows_the_checked_files() {
+    let page = fs::read_to_string(root().join("docs/gitops.md")).expect("read");
+    for f in [
+        "argocd-application.yaml",
+        "flux-kustomization.yaml",
+        "github-actions.yaml",
+    ] {
+        let text = fs::read_to_string(root().join("docs/gitops").join(f)).expect("read");
+        assert!(
+            page.contains(&format!("```yaml\n{text}```")),
+            "docs/gitops.md does not include docs/gitops/{f} verbatim"
+        );
+    }
+}
+
+#[test]
+fn argo_cd_application_syncs_the_output_root_with_pruning() {
+    let app = one("docs/gitops/argocd-application.yaml");
+    assert_eq!(app["apiVersion"], "argoproj.io/v1alpha1");
+    assert_eq!(app["kind"], "Application");
+    assert_eq!(app["spec"]["source"]["path"], output_dir().as_str());
+    assert_eq!(app["spec"]["syncPolicy"]["automated"]["prune"], true);
+    let options = app["spec"]["syncPolicy"]["syncOptions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for o in options {
+        let o = o.as_str().expect("string option");
+        // Replace/Force re-create Jobs on every sync: finished training reruns.
+        assert!(
+            !o.contains("Replace=true") && !o.contains("Force=true"),
+            "{o}"
+        );
+    }
+}
+
+#[test]
+fn flux_kustomization_applies_the_output_root_with_pruning() {
+    let docs = yaml_docs("docs/gitops/flux-kustomization.yaml");
+    let [repo, ks] = docs.as_slice() else {
+        panic!("expected a GitRepository and a Kustomization");
+    };
+    assert_eq!(repo["apiVersion"], "source.toolkit.fluxcd.io/v1");
+    assert_eq!(repo["kind"], "GitRepository");
+    assert_eq!(ks["apiVersion"], "kustomize.toolkit.fluxcd.io/v1");
+    assert_eq!(ks["kind"], "Kustomization");
+    assert_eq!(ks["spec"]["path"], format!("./{}", output_dir()).as_str());
+    assert_eq!(ks["spec"]["prune"], true);
+    assert_ne!(ks["spec"]["force"], true);
+    assert_eq!(ks["spec"]["sourceRef"]["kind"], "GitRepository");
+    assert_eq!(ks["spec"]["sourceRef"]["name"], repo["metadata"]["name"]);
+    assert_eq!(ks["metadata"]["namespace"], repo["metadata"]["namespace"]);
+}
+
+/// The hooks' entries, run as pre-commit runs them (no file arguments), in
+/// a project: validate passes, check passes on current output and fails
+/// with exit 1 on stale output.
+#[test]
+fn pre_commit_hooks_run_the_commands_they_promise() {
+    let hooks = one(".pre-commit-hooks.yaml");
+    let hooks = hooks.as_array().expect("a list of hooks");
+    let entry = |id: &str| -> Vec<String> {
+        let hook = hooks
+            .iter()
+            .find(|h| h["id"] == id)
+            .unwrap_or_else(|| panic!("hook {id}"));
+        assert_eq!(hook["language"], "rust", "{id}");
+        assert_eq!(hook["pass_filenames"], false, "{id}");
+        let words: Vec<String> = hook["entry"]
+            .as_str()
+            .expect("entry")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(words[0], "trainc", "{id}");
+        words[1..].to_vec()
+    };
+    fn args(w: &[String]) -> Vec<&str> {
+        w.iter().map(String::as_str).collect()
+    }
+    let validate = entry("trainc-validate");
+    let check = entry("trainc-check");
+    assert_eq!(
+        hooks.iter().find(|h| h["id"] == "trainc-check").unwrap()["always_run"],
+        true
+    );
+
+    let dir = scratch_example("mnist");
+    let o = run(dir.path(), &args(&validate));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(run(dir.path(), &args(&check)).status.code(), Some(1));
+    assert!(run(dir.path(), &["build"]).status.success());
+    assert_eq!(run(dir.path(), &args(&check)).status.code(), Some(0));
+}
+
+/// The README's `.pre-commit-config.yaml` snippet names hooks that exist.
+#[test]
+fn readme_pre_commit_snippet_uses_the_shipped_hooks() {
+    let readme = fs::read_to_string(root().join("README.md")).expect("read");
+    let start = readme
+        .find("```yaml\n# .pre-commit-config.yaml\n")
+        .expect("README has a .pre-commit-config.yaml snippet")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").expect("closed");
+    let config: Value = serde_saphyr::from_str(&readme[start..end]).expect("snippet parses");
+    let shipped = one(".pre-commit-hooks.yaml");
+    let ids: Vec<&Value> = shipped
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|h| &h["id"])
+        .collect();
+    let used = config["repos"][0]["hooks"].as_array().expect("hooks");
+    assert_eq!(used.len(), 2);
+    for h in used {
+        assert!(ids.contains(&&h["id"]), "{}", h["id"]);
+    }
+}
+
+/// The CI job validates, publishes the Markdown diff, and fails on stale
+/// output; the diff step tolerates exit 1 ("changes") but not 2.
+#[test]
+fn ci_recipe_checks_for_stale_output_and_publishes_the_diff() {
+    let wf = one("docs/gitops/github-actions.yaml");
+    let steps = wf["jobs"]["manifests"]["steps"].as_array().expect("steps");
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    let has = |cmd: &str| runs.iter().any(|r| r.contains(cmd));
+    assert!(has("trainc validate"));
+    assert!(has("trainc diff --format markdown"));
+    assert!(has("test \"$status\" -le 1"));
+    assert!(runs.last().expect("steps").trim() == "trainc build --check");
+
+    // And the commands do what the recipe relies on.
+    let dir = scratch_example("mnist");
+    let o = run(dir.path(), &["diff", "--format", "markdown"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("### trainc diff"));
+}
+
+/// pre-commit's own checks of the hooks manifest and of the README snippet.
+#[test]
+fn pre_commit_accepts_the_manifest_and_the_snippet() {
+    let Some(pre_commit) = common::tool("TRAINC_PRE_COMMIT", "pre-commit") else {
+        return;
+    };
+    let readme = fs::read_to_string(root().join("README.md")).expect("read");
+    let start = readme
+        .find("```yaml\n# .pre-commit-config.yaml\n")
+        .expect("snippet")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").expect("closed");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join(".pre-commit-config.yaml");
+    fs::write(&config, &readme[start..end]).expect("write");
+    for (cmd, file) in [
+        ("validate-manifest", root().join(".pre-commit-hooks.yaml")),
+        ("validate-config", config),
+    ] {
+        let o = std::process::Command::new(&pre_commit)
+            .arg(cmd)
+            .arg(&file)
+            .output()
+            .expect("pre-commit runs");
+        assert!(
+            o.status.success(),
+            "pre-commit {cmd}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
