@@ -10,6 +10,10 @@ pub const LABEL_MAX: usize = 63;
 /// Longest name of a ConfigMap, PersistentVolume or claim: a DNS-1123 subdomain.
 pub const SUBDOMAIN_MAX: usize = 253;
 
+/// Where the cluster-spec ConfigMap is mounted in every task: a path, but
+/// reserved like a name, so validation and the pod builder share it.
+pub const CLUSTER_SPEC_MOUNT: &str = "/etc/trainc";
+
 /// Stable name of a task: its headless Service, and the stem of its Job's name.
 pub fn task(job: &str, role: &str, index: u32) -> String {
     format!("{job}-{role}-{index}")

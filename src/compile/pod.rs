@@ -14,7 +14,6 @@ use crate::compile::{meta, storage};
 use crate::model::Job;
 use crate::model::job::{Role, hyperparameter_env_name};
 use crate::names;
-use crate::validate::rules::CLUSTER_SPEC_MOUNT;
 
 pub const CONTAINER: &str = "tensorflow";
 pub const PORT_NAME: &str = "tf";
@@ -104,7 +103,7 @@ pub fn task_template(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) 
     let mut volumes = storage::pod_volumes(job);
     mounts.push(VolumeMount {
         name: CLUSTER_SPEC_VOLUME.to_owned(),
-        mount_path: CLUSTER_SPEC_MOUNT.to_owned(),
+        mount_path: names::CLUSTER_SPEC_MOUNT.to_owned(),
         read_only: Some(true),
         ..VolumeMount::default()
     });

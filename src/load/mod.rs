@@ -185,11 +185,24 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
 fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
     use serde_saphyr::budget::BudgetBreach as B;
     match breach {
-        B::Depth { .. } => format!("nested more than {MAX_DEPTH} levels deep"),
-        B::Aliases { .. } | B::Anchors { .. } => "too many anchors or aliases".to_owned(),
-        B::Nodes { .. } | B::Events { .. } => "too many YAML nodes (an alias bomb?)".to_owned(),
-        B::Documents { .. } => "too many documents in one file".to_owned(),
+        B::Depth { .. } => breach_message("Depth"),
+        B::Aliases { .. } => breach_message("Aliases"),
+        B::Anchors { .. } => breach_message("Anchors"),
+        B::Nodes { .. } => breach_message("Nodes"),
+        B::Events { .. } => breach_message("Events"),
+        B::Documents { .. } => breach_message("Documents"),
         other => format!("input limit exceeded ({other:?})"),
+    }
+}
+
+/// One wording per budget, whether the breach arrives typed or as text.
+fn breach_message(kind: &str) -> String {
+    match kind {
+        "Depth" => format!("nested more than {MAX_DEPTH} levels deep"),
+        "Aliases" | "Anchors" => "too many anchors or aliases".to_owned(),
+        "Nodes" | "Events" => "too many YAML nodes (an alias bomb?)".to_owned(),
+        "Documents" => "too many documents in one file".to_owned(),
+        other => format!("input limit exceeded ({other})"),
     }
 }
 
@@ -207,13 +220,7 @@ fn yaml_message(raw: &str) -> String {
     }
     if let Some(rest) = line.strip_prefix("budget breached: ") {
         let kind = rest.split([' ', '{']).next().unwrap_or(rest);
-        return match kind {
-            "Depth" => format!("nested more than {MAX_DEPTH} levels deep"),
-            "Aliases" | "Anchors" => "too many anchors or aliases".to_owned(),
-            "Nodes" | "Events" => "too many YAML nodes (an alias bomb?)".to_owned(),
-            "Documents" => "too many documents in one file".to_owned(),
-            other => format!("input limit exceeded ({other})"),
-        };
+        return breach_message(kind);
     }
     line.to_owned()
 }

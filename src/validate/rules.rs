@@ -15,8 +15,6 @@ use crate::quantity;
 /// Names trainc passes itself; a hyperparameter of the same name would give the
 /// program the flag twice.
 const LEGACY_FLAGS: [&str; 4] = ["ps_hosts", "worker_hosts", "job_name", "task_index"];
-/// Where the cluster-spec ConfigMap is mounted in every task.
-pub const CLUSTER_SPEC_MOUNT: &str = "/etc/trainc";
 /// Label prefixes trainc owns; user labels under them would break selectors.
 const RESERVED_LABEL_PREFIXES: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
 
@@ -265,11 +263,16 @@ fn storage(cx: &mut Ctx, def: &TrainingJob) {
                 "mount every volume at its own path",
             );
         }
-        if mount == CLUSTER_SPEC_MOUNT || (def.spec.shm_size.is_some() && mount == "/dev/shm") {
+        if mount == names::CLUSTER_SPEC_MOUNT
+            || (def.spec.shm_size.is_some() && mount == "/dev/shm")
+        {
             cx.error(
                 &format!("{at}/mountPath"),
                 format!("mount path `{mount}` is reserved by trainc"),
-                format!("`{CLUSTER_SPEC_MOUNT}` holds the cluster spec and `/dev/shm` the shared-memory volume"),
+                format!(
+                    "`{}` holds the cluster spec and `/dev/shm` the shared-memory volume",
+                    names::CLUSTER_SPEC_MOUNT
+                ),
             );
         }
         let sources = [
