@@ -201,10 +201,16 @@ fn desired(
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<(PathBuf, crate::emit::Tree), Failure> {
     let mut project = Project::discover(cwd, inputs.project.as_deref()).map_err(fail)?;
+    let own_output = project.output.clone();
     if let Some(o) = &output.output {
         // Also keeps `-o` out of the definitions when it lies among them.
         project.output = cwd.join(o);
-    } else if !inputs.paths.is_empty() {
+    }
+    // `-o` naming the project's own output is no way around the guard.
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    if !inputs.paths.is_empty() && same(&project.output, &own_output) {
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
     let out_dir = project.output.clone();

@@ -39,7 +39,8 @@ impl Diagnostic {
 
     #[must_use]
     pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = Some(path.into());
+        // The document itself has no field path.
+        self.path = Some(path.into()).filter(|p| !p.is_empty());
         self
     }
 

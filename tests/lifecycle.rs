@@ -400,9 +400,15 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     assert!(run(dir.path(), &["build"]).status.success());
     let before = read_tree(&dir.path().join("deploy"));
 
-    // One of two definitions into the project's output would prune the other.
-    for cmd in [["build", "jobs/mnist.yaml"], ["diff", "jobs/mnist.yaml"]] {
-        let o = run(dir.path(), &cmd);
+    // One of two definitions into the project's output would prune the other,
+    // also when `-o` names that output.
+    for cmd in [
+        &["build", "jobs/mnist.yaml"][..],
+        &["diff", "jobs/mnist.yaml"],
+        &["build", "jobs/mnist.yaml", "-o", "deploy"],
+        &["build", "jobs/mnist.yaml", "-o", "./deploy/"],
+    ] {
+        let o = run(dir.path(), cmd);
         assert_eq!(o.status.code(), Some(2), "{cmd:?}");
         let err = stderr(&o);
         assert!(
@@ -450,4 +456,15 @@ fn definitions_with_no_jobs_do_not_empty_the_output() {
         stderr(&o)
     );
     assert_eq!(read_tree(&dir.path().join("deploy")), before);
+}
+
+#[test]
+fn a_symlink_to_the_output_among_the_sources_is_not_read() {
+    let dir = scratch_example("mnist");
+    assert!(run(dir.path(), &["build"]).status.success());
+    std::os::unix::fs::symlink(dir.path().join("deploy"), dir.path().join("jobs/out"))
+        .expect("symlink");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "deploy is up to date (15 files)\n");
 }

@@ -264,9 +264,10 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
 }
 
 /// Expands the given paths into the YAML files they hold, sorted, without
-/// duplicates. Directories are walked recursively without following symlinks;
-/// hidden entries and the `exclude`d paths (the output directory, the project
-/// file) are skipped. Paths are canonical, so `root` should be too.
+/// duplicates. Directories are walked recursively, following symlinks (walkdir
+/// stops loops); hidden entries and the `exclude`d paths (the output
+/// directory, the project file) are skipped, also when reached through a
+/// symlink. Paths are canonical, so `root` should be too.
 pub fn discover(
     root: &Path,
     paths: &[PathBuf],
@@ -296,9 +297,20 @@ pub fn discover(
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| {
-                e.depth() == 0
-                    || !(e.file_name().to_string_lossy().starts_with('.')
-                        || exclude.iter().any(|x| x == e.path()))
+                if e.depth() == 0 {
+                    return true;
+                }
+                if e.file_name().to_string_lossy().starts_with('.') {
+                    return false;
+                }
+                // A link's path is not its target's: resolve links only, so
+                // the common case stays a comparison.
+                let excluded = |p: &Path| exclude.iter().any(|x| x == p);
+                if e.path_is_symlink() {
+                    !e.path().canonicalize().is_ok_and(|t| excluded(&t))
+                } else {
+                    !excluded(e.path())
+                }
             });
         for entry in walker {
             let entry = entry.map_err(|e| {
