@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::load::project::Project;
+use crate::model::job::RoleKind;
 use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
 use crate::{diff, init, pipeline};
@@ -74,6 +75,10 @@ pub struct Output {
     /// Output directory [default: the project's `output`, else `deploy`].
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Directory for container build specs [default: the project's
+    /// `buildOutput`, else `build`; none with `-o` elsewhere].
+    #[arg(long, value_name = "DIR")]
+    pub build_output: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +115,33 @@ pub enum Command {
         #[arg(long)]
         stat: bool,
     },
+    /// Run every task of one job as local processes, as the cluster would.
+    Run {
+        /// The definition file (or directory) holding the job.
+        path: PathBuf,
+        /// Run on this machine (the only mode for now).
+        #[arg(long, required = true)]
+        local: bool,
+        /// The job to run when the path holds several.
+        #[arg(long, value_name = "NAME")]
+        job: Option<String>,
+        /// Project file [default: `trainc.yaml` in the working directory, if any].
+        #[arg(long, value_name = "FILE")]
+        project: Option<PathBuf>,
+        /// Directory standing in for the job's volumes [default: a new
+        /// directory under the system's temporary directory].
+        #[arg(long, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+        /// Python interpreter for `python` commands [default: `python3`].
+        #[arg(long, value_name = "PATH", default_value = "python3")]
+        python: PathBuf,
+        /// Override a hyperparameter, e.g. `--set epochs=5` (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+        set: Vec<(String, String)>,
+        /// Override a role's replicas, e.g. `--replicas ps=1` (repeatable).
+        #[arg(long, value_name = "ROLE=N", value_parser = parse_replicas)]
+        replicas: Vec<(RoleKind, u32)>,
+    },
     /// Print the JSON Schema of the definition (or of the project file).
     Schema {
         #[arg(value_enum, default_value_t = SchemaKind::Definition)]
@@ -145,6 +177,29 @@ pub enum Status {
     Ok,
     /// Exit 1: `build --check` found stale output; `diff` found changes.
     Changes,
+    /// `run --local`: the training's own exit status.
+    Exit(u8),
+}
+
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err("expected NAME=VALUE, e.g. `epochs=5`".to_owned()),
+    }
+}
+
+fn parse_replicas(s: &str) -> Result<(RoleKind, u32), String> {
+    let (role, n) = s
+        .split_once('=')
+        .ok_or_else(|| "expected ROLE=N, e.g. `ps=1`".to_owned())?;
+    let kind = RoleKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == role)
+        .ok_or_else(|| format!("unknown role `{role}`: use chief, ps, worker or evaluator"))?;
+    let n = n
+        .parse()
+        .map_err(|_| format!("`{n}` is not a number of replicas"))?;
+    Ok((kind, n))
 }
 
 /// A failed run: what to tell the user, and in which format.
@@ -192,14 +247,24 @@ fn shown(cwd: &Path, dir: &Path) -> String {
     }
 }
 
-/// Everything up to, not including, touching the output directory: the same
-/// for `build`, `build --check` and `diff`.
+/// A directory trainc writes, and what it should hold.
+struct Dest {
+    dir: PathBuf,
+    /// How messages name it.
+    shown: String,
+    tree: crate::emit::Tree,
+}
+
+/// Everything up to, not including, touching the output directories: the
+/// same for `build`, `build --check` and `diff`. The manifests come first;
+/// build specs follow when the project's output is built (or
+/// `--build-output` is given) and there are any, or were.
 fn desired(
     cwd: &Path,
     inputs: &Inputs,
     output: &Output,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<(PathBuf, crate::emit::Tree), Failure> {
+) -> Result<Vec<Dest>, Failure> {
     let mut project = Project::discover(cwd, inputs.project.as_deref()).map_err(fail)?;
     let own_output = project.output.clone();
     if let Some(o) = &output.output {
@@ -210,13 +275,31 @@ fn desired(
     let same = |a: &Path, b: &Path| {
         a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
     };
-    if !inputs.paths.is_empty() && same(&project.output, &own_output) {
+    let project_output = same(&project.output, &own_output);
+    if !inputs.paths.is_empty() && project_output {
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
-    let out_dir = project.output.clone();
-    let jobs = pipeline::check(&project, cwd, &inputs.paths).map_err(fail)?;
-    let tree = pipeline::render(&jobs).map_err(fail)?;
-    Ok((out_dir, tree))
+    let build_output = match &output.build_output {
+        Some(b) => Some(cwd.join(b)),
+        None => project_output.then(|| project.build_output.clone()),
+    };
+    let (manifests, builds) =
+        pipeline::desired(&project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
+    let mut dests = vec![Dest {
+        shown: shown(cwd, &project.output),
+        dir: project.output,
+        tree: manifests,
+    }];
+    if let Some(dir) = build_output
+        && (!builds.is_empty() || dir.is_dir())
+    {
+        dests.push(Dest {
+            shown: shown(cwd, &dir),
+            dir,
+            tree: builds,
+        });
+    }
+    Ok(dests)
 }
 
 /// The output directory is a function of all its inputs: building some of a
@@ -289,40 +372,64 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             format,
         } => {
             let fail = fail(format);
-            let (out_dir, tree) = desired(&cwd, &inputs, &output, &fail)?;
-            let dir = shown(&cwd, &out_dir);
+            let dests = desired(&cwd, &inputs, &output, &fail)?;
             if check {
-                let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
+                let mut stale = false;
+                for d in dests {
+                    let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
+                    let dir = &d.shown;
+                    if plan.is_noop() {
+                        let _ = writeln!(
+                            stdout,
+                            "{dir} is up to date ({})",
+                            plural(plan.changes.len(), "file")
+                        );
+                        continue;
+                    }
+                    stale = true;
+                    let _ = writeln!(stdout, "{dir} is stale: {}", summary(&plan));
+                    for c in plan.pending() {
+                        let _ = writeln!(stdout, "{} {dir}/{}", c.op.sign(), c.path);
+                    }
+                }
+                if stale {
+                    let _ = writeln!(stdout, "run `trainc build` and commit the result");
+                    return Ok(Status::Changes);
+                }
+                return Ok(Status::Ok);
+            }
+            // Lock before reading the directories, in a fixed order: what is
+            // planned is what is written, even with a second build racing.
+            let mut locks = Vec::new();
+            for d in &dests {
+                locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
+            }
+            // Every plan before any write: a refusal anywhere writes nothing.
+            let mut plans = Vec::new();
+            for d in dests {
+                plans.push((
+                    plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?,
+                    d.shown,
+                ));
+            }
+            for (plan, _) in &plans {
+                plan::apply(plan).map_err(&fail)?;
+            }
+            drop(locks);
+            if format == Format::Json {
+                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+                return Ok(Status::Ok);
+            }
+            for (plan, dir) in &plans {
                 if plan.is_noop() {
                     let _ = writeln!(
                         stdout,
                         "{dir} is up to date ({})",
                         plural(plan.changes.len(), "file")
                     );
-                    return Ok(Status::Ok);
+                } else {
+                    let _ = writeln!(stdout, "updated {dir}: {}", summary(plan));
                 }
-                let _ = writeln!(stdout, "{dir} is stale: {}", summary(&plan));
-                for c in plan.pending() {
-                    let _ = writeln!(stdout, "{} {dir}/{}", c.op.sign(), c.path);
-                }
-                let _ = writeln!(stdout, "run `trainc build` and commit the result");
-                return Ok(Status::Changes);
-            }
-            // Lock before reading the directory: what is planned is what is
-            // written, even with a second build racing this one.
-            let _lock = plan::lock(&out_dir).map_err(|d| fail(vec![d]))?;
-            let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
-            plan::apply(&plan).map_err(&fail)?;
-            if format == Format::Json {
-                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-            } else if plan.is_noop() {
-                let _ = writeln!(
-                    stdout,
-                    "{dir} is up to date ({})",
-                    plural(plan.changes.len(), "file")
-                );
-            } else {
-                let _ = writeln!(stdout, "updated {dir}: {}", summary(&plan));
             }
             Ok(Status::Ok)
         }
@@ -337,21 +444,83 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             } else {
                 Format::Text
             });
-            let (out_dir, tree) = desired(&cwd, &inputs, &output, &fail)?;
-            let dir = shown(&cwd, &out_dir);
-            let plan = plan::plan(&out_dir, &dir, tree).map_err(&fail)?;
-            let report = diff::report(&plan);
+            let mut reports = Vec::new();
+            let mut noop = true;
+            for d in desired(&cwd, &inputs, &output, &fail)? {
+                let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
+                noop &= plan.is_noop();
+                reports.push(diff::report(&plan, &d.shown));
+            }
+            let report = diff::Report::merge(reports);
             let text = match format {
                 DiffFormat::Text => diff::render_text(&report, true, stat),
                 DiffFormat::Markdown => diff::render_markdown(&report, stat),
                 DiffFormat::Json => diff::render_json(&report),
             };
             let _ = write!(stdout, "{text}");
-            Ok(if plan.is_noop() {
-                Status::Ok
+            Ok(if noop { Status::Ok } else { Status::Changes })
+        }
+        Command::Run {
+            path,
+            local: _,
+            job,
+            project,
+            workdir,
+            python,
+            set,
+            replicas,
+        } => {
+            let fail = fail(Format::Text);
+            let project = Project::discover(&cwd, project.as_deref()).map_err(&fail)?;
+            let mut jobs = pipeline::check(&project, &cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+            let library = project.library().map_err(&fail)?;
+            crate::image::prepare(&mut jobs, &library, &project.root, &project.build_output)
+                .map_err(&fail)?;
+            let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
+            let workdir = match workdir {
+                Some(w) => cwd.join(w),
+                None => std::env::temp_dir().join(format!(
+                    "trainc-run-{}-{}-{}",
+                    job.namespace,
+                    job.name,
+                    std::process::id()
+                )),
+            };
+            // Tasks run in the work directory: a relative interpreter path
+            // means the one relative to here.
+            let python = if python.components().count() > 1 {
+                cwd.join(python)
             } else {
-                Status::Changes
-            })
+                python
+            };
+            let opts = crate::run::Options {
+                workdir: workdir.clone(),
+                python,
+                set,
+                replicas,
+            };
+            crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
+            let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
+            if tasks.iter().any(|t| t.program == opts.python) {
+                crate::run::preflight(&opts.python, &job.framework_version)
+                    .map_err(|d| fail(vec![d]))?;
+            }
+            let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
+            let _ = writeln!(
+                stdout,
+                "running {}/{} locally: {} ({}), work directory {}",
+                job.namespace,
+                job.name,
+                plural(tasks.len(), "task"),
+                tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+                workdir.display()
+            );
+            if gpus > 0 {
+                let _ = writeln!(stdout, "note: GPU requests are ignored locally");
+            }
+            drop(stdout);
+            let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
+            Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))
         }
         Command::Schema { kind } => {
             let text = match kind {
@@ -378,6 +547,26 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             }
             Ok(Status::Ok)
         }
+    }
+}
+
+/// The one job to run: the only one, or the one named by `--job`.
+fn pick(jobs: Vec<crate::model::Job>, name: Option<&str>) -> Result<crate::model::Job, Diagnostic> {
+    let names: Vec<String> = jobs.iter().map(|j| j.name.clone()).collect();
+    let mut matching: Vec<crate::model::Job> = jobs
+        .into_iter()
+        .filter(|j| name.is_none_or(|n| j.name == n))
+        .collect();
+    match (matching.len(), name) {
+        (1, _) => Ok(matching.remove(0)),
+        (0, Some(n)) => Err(Diagnostic::new(format!("no job named `{n}`"))
+            .hint(format!("the path holds {}", names.join(", ")))),
+        _ => Err(Diagnostic::new(format!(
+            "the path holds {} jobs: {}",
+            names.len(),
+            names.join(", ")
+        ))
+        .hint("pick one with `--job NAME`")),
     }
 }
 

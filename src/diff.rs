@@ -81,8 +81,10 @@ fn parse(bytes: &[u8]) -> Option<Value> {
         .and_then(|s| serde_saphyr::from_str::<Value>(s).ok())
 }
 
-pub fn report(plan: &Plan) -> Report {
-    let changes = plan.pending().map(entry).collect();
+/// The changes of one plan; paths are shown below `shown`, the directory as
+/// messages name it, so they read (and apply) from the working directory.
+pub fn report(plan: &Plan, shown: &str) -> Report {
+    let changes = plan.pending().map(|c| entry(c, shown)).collect();
     Report {
         create: plan.count(Op::Create),
         update: plan.count(Op::Update),
@@ -92,7 +94,33 @@ pub fn report(plan: &Plan) -> Report {
     }
 }
 
-fn entry(c: &Change) -> Entry {
+impl Report {
+    /// One report for several output directories (manifests, build specs).
+    pub fn merge(reports: impl IntoIterator<Item = Report>) -> Report {
+        let mut all = Report {
+            create: 0,
+            update: 0,
+            delete: 0,
+            unchanged: 0,
+            changes: Vec::new(),
+        };
+        for r in reports {
+            all.create += r.create;
+            all.update += r.update;
+            all.delete += r.delete;
+            all.unchanged += r.unchanged;
+            all.changes.extend(r.changes);
+        }
+        all
+    }
+}
+
+fn entry(c: &Change, shown: &str) -> Entry {
+    let shown_path = if shown == "." {
+        c.path.clone()
+    } else {
+        format!("{shown}/{}", c.path)
+    };
     let old_text = c
         .old
         .as_deref()
@@ -118,7 +146,7 @@ fn entry(c: &Change) -> Entry {
             let ns = v["metadata"]["namespace"].as_str().map(str::to_owned);
             (kind, ns, name)
         }
-        _ => ("File".to_owned(), None, c.path.clone()),
+        _ => ("File".to_owned(), None, shown_path.clone()),
     };
     let fields = match (c.op, &old, &new) {
         (Op::Update, Some(o), Some(n)) => {
@@ -131,11 +159,11 @@ fn entry(c: &Change) -> Entry {
     let diff = TextDiff::from_lines(old_text.as_ref(), new_text.as_ref())
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{}", c.path), &format!("b/{}", c.path))
+        .header(&format!("a/{shown_path}"), &format!("b/{shown_path}"))
         .to_string();
     Entry {
         op: op_name(c.op),
-        path: c.path.clone(),
+        path: shown_path.clone(),
         kind,
         namespace,
         name,

@@ -61,7 +61,13 @@ pub fn init(
             namespace: Some(namespace.to_owned()),
             ..Defaults::default()
         };
-        validate::validate(&docs, &defaults).map_err(|mut d| {
+        let library = crate::library::Library::builtin()?;
+        let cx = validate::Context {
+            defaults: &defaults,
+            library: &library,
+            root: dir,
+        };
+        validate::validate(&docs, &cx).map_err(|mut d| {
             d.push(Diagnostic::new("`trainc init` would write an invalid starter").hint(
                 "use `--name` and `--namespace` values that are DNS labels: lower-case letters, digits and '-'",
             ));

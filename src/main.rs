@@ -9,6 +9,7 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(Status::Ok) => ExitCode::SUCCESS,
         Ok(Status::Changes) => ExitCode::from(1),
+        Ok(Status::Exit(code)) => ExitCode::from(code),
         Err(failure) => {
             cli::report(&failure, color);
             ExitCode::from(2)

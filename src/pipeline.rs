@@ -73,7 +73,13 @@ pub fn check(
     paths: &[PathBuf],
 ) -> Result<Vec<Job>, Vec<Diagnostic>> {
     let docs = load(project, cwd, paths)?;
-    let jobs = validate::validate(&docs, &project.defaults)?;
+    let library = project.library()?;
+    let cx = validate::Context {
+        defaults: &project.defaults,
+        library: &library,
+        root: &project.root,
+    };
+    let jobs = validate::validate(&docs, &cx)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
@@ -83,6 +89,36 @@ pub fn check(
         ]);
     }
     Ok(jobs)
+}
+
+/// The manifest tree and the build-spec tree (empty without `build_output`
+/// or without jobs that build an image).
+pub fn desired(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    build_output: Option<&Path>,
+) -> Result<(Tree, Tree), Vec<Diagnostic>> {
+    let mut jobs = check(project, cwd, paths)?;
+    let library = project.library()?;
+    let fallback = project
+        .root
+        .join(crate::load::project::DEFAULT_BUILD_OUTPUT);
+    let builds = crate::image::prepare(
+        &mut jobs,
+        &library,
+        &project.root,
+        build_output.unwrap_or(&fallback),
+    )?;
+    let manifests = render(&jobs)?;
+    Ok((
+        manifests,
+        if build_output.is_some() {
+            builds
+        } else {
+            Tree::new()
+        },
+    ))
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are

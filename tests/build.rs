@@ -14,7 +14,8 @@ fn builds_with_no_arguments_from_the_project_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 15 created, 0 updated, 0 deleted, 0 unchanged\n"
+        "updated deploy: 17 created, 0 updated, 0 deleted, 0 unchanged\n\
+         updated build: 2 created, 0 updated, 0 deleted, 0 unchanged\n"
     );
     let tree = read_tree(&dir.path().join("deploy"));
     assert!(tree.contains_key("kustomization.yaml"));
@@ -36,8 +37,9 @@ fn rebuild_without_changes_touches_nothing() {
     assert!(run(dir.path(), &["build"]).status.success());
     // Age every file, so a rewrite would show as a new mtime.
     let old = SystemTime::now() - Duration::from_secs(3600);
-    let files: Vec<_> = walkdir::WalkDir::new(dir.path().join("deploy"))
-        .into_iter()
+    let files: Vec<_> = ["deploy", "build"]
+        .iter()
+        .flat_map(|d| walkdir::WalkDir::new(dir.path().join(d)))
         .map(|e| e.expect("walk"))
         .filter(|e| e.file_type().is_file())
         .map(|e| e.path().to_path_buf())
@@ -52,7 +54,11 @@ fn rebuild_without_changes_touches_nothing() {
     }
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "deploy is up to date (15 files)\n");
+    assert_eq!(
+        stdout(&o),
+        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+    );
+    assert_eq!(files.len(), 19);
     for f in &files {
         assert_eq!(
             fs::metadata(f).expect("stat").modified().expect("mtime"),
@@ -75,9 +81,12 @@ fn a_changed_hyperparameter_renames_jobs_but_not_services() {
     fs::write(&def, text).expect("write");
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The image is built from the code, not the hyperparameters: its tag,
+    // the Dockerfile and the bake file stay.
     assert_eq!(
         stdout(&o),
-        "updated deploy: 0 created, 4 updated, 0 deleted, 11 unchanged\n"
+        "updated deploy: 0 created, 5 updated, 0 deleted, 12 unchanged\n\
+         build is up to date (2 files)\n"
     );
     let after = read_tree(&dir.path().join("deploy"));
     assert_eq!(
@@ -95,13 +104,29 @@ fn a_changed_hyperparameter_renames_jobs_but_not_services() {
             .find(|l| l.starts_with("  name: "))
             .map(str::to_owned)
     };
-    // The Job name carries the spec hash; the README's walkthrough quotes
-    // these two names.
-    assert_eq!(
-        name(&old_job).as_deref(),
-        Some("  name: mnist-worker-0-1b1bbe")
+    // The Job name carries the spec hash (which covers the image tag, a hash
+    // of the code): the README's walkthrough and docs/output.md quote the
+    // two names, and must follow any change to the example or its program.
+    let strip = |s: Option<String>| {
+        s.unwrap_or_default()
+            .trim_start_matches("  name: ")
+            .to_owned()
+    };
+    let (old_name, new_name) = (strip(name(&old_job)), strip(name(&job)));
+    assert!(old_name.starts_with("mnist-worker-0-") && new_name.starts_with("mnist-worker-0-"));
+    assert_ne!(old_name, new_name);
+    let readme = fs::read_to_string(common::root().join("README.md")).expect("readme");
+    assert!(
+        readme.contains(&format!("(`{old_name}` → `{new_name}`)")),
+        "README.md should quote `{old_name}` → `{new_name}`"
     );
-    assert_eq!(name(&job).as_deref(), Some("  name: mnist-worker-0-e5ff26"));
+    let output = fs::read_to_string(common::root().join("docs/output.md")).expect("docs");
+    assert!(
+        output.contains(&format!(
+            "{old_name}   →  learning_rate 0.001 → 0.01  →   {new_name}"
+        )),
+        "docs/output.md should quote {old_name} → {new_name}"
+    );
     assert!(job.contains("--learning_rate=0.01\n"));
 }
 

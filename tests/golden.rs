@@ -16,8 +16,11 @@ fn render(tree: &BTreeMap<String, Vec<u8>>) -> String {
 
 #[test]
 fn mnist() {
-    let (_dir, tree) = common::build_example("mnist");
+    let (dir, tree) = common::build_example("mnist");
     insta::assert_snapshot!(render(&tree));
+    // The build specs, beside the manifests.
+    let build = common::read_tree(&dir.path().join("build"));
+    insta::assert_snapshot!("mnist_build", render(&build));
 }
 
 #[test]

@@ -231,7 +231,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     let full = stdout(&run(dir.path(), &["diff"]));
     assert!(
         full.contains(
-            "--- a/ml/mnist/job-mnist-worker-0.yaml\n+++ b/ml/mnist/job-mnist-worker-0.yaml\n"
+            "--- a/deploy/ml/mnist/job-mnist-worker-0.yaml\n+++ b/deploy/ml/mnist/job-mnist-worker-0.yaml\n"
         ),
         "{full}"
     );
@@ -243,11 +243,11 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     let md = stdout(&run(dir.path(), &["diff", "--format", "markdown"]));
     assert!(md.contains("| ~ | `Job ml/mnist-worker-0` |"), "{md}");
     assert!(
-        md.contains("```diff\n--- a/ml/mnist/job-mnist-worker-2.yaml"),
+        md.contains("```diff\n--- a/deploy/ml/mnist/job-mnist-worker-2.yaml"),
         "{md}"
     );
     assert!(
-        md.contains("<details><summary><code>ml/mnist/job-mnist-worker-2.yaml</code>"),
+        md.contains("<details><summary><code>deploy/ml/mnist/job-mnist-worker-2.yaml</code>"),
         "new files are long: folded"
     );
 
@@ -260,7 +260,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
         .as_array()
         .expect("array")
         .iter()
-        .find(|c| c["path"] == "ml/mnist/job-mnist-worker-0.yaml")
+        .find(|c| c["path"] == "deploy/ml/mnist/job-mnist-worker-0.yaml")
         .expect("worker 0");
     assert_eq!(worker0["op"], "update");
     assert_eq!(worker0["kind"], "Job");

@@ -18,7 +18,14 @@ fn check(text: String) {
     });
     let diags = match load::parse(&file) {
         Err(d) => vec![d],
-        Ok(docs) => match validate::validate(&docs, &Defaults::default()) {
+        Ok(docs) => match validate::validate(
+            &docs,
+            &validate::Context {
+                defaults: &Defaults::default(),
+                library: &trainc::library::Library::builtin().expect("builtin library"),
+                root: std::path::Path::new("."),
+            },
+        ) {
             Err(d) => d,
             Ok(jobs) => {
                 assert!(pipeline::render(&jobs).is_ok());

@@ -17,21 +17,24 @@ impl ClusterSpec {
     /// Service: `<job>-<role>-<i>.<namespace>.svc:<port>`. The evaluator is
     /// not part of the cluster (TensorFlow never connects to it).
     pub fn of(job: &Job) -> Self {
+        Self::with_hosts(job, |kind, i, port| {
+            format!(
+                "{}.{}.svc:{port}",
+                names::task(&job.name, kind.as_str(), i),
+                job.namespace
+            )
+        })
+    }
+
+    /// The same layout with other host names: `host(role, index, port)`.
+    /// `trainc run --local` puts every task on 127.0.0.1.
+    pub fn with_hosts(job: &Job, host: impl Fn(RoleKind, u32, u16) -> String) -> Self {
         let hosts = job
             .roles
             .iter()
             .filter(|r| r.kind != RoleKind::Evaluator)
             .map(|r| {
-                let hosts = (0..r.replicas)
-                    .map(|i| {
-                        format!(
-                            "{}.{}.svc:{}",
-                            names::task(&job.name, r.kind.as_str(), i),
-                            job.namespace,
-                            r.port
-                        )
-                    })
-                    .collect();
+                let hosts = (0..r.replicas).map(|i| host(r.kind, i, r.port)).collect();
                 (r.kind, hosts)
             })
             .collect();
@@ -52,6 +55,21 @@ impl ClusterSpec {
             m.insert(kind.as_str().to_owned(), json!(hosts));
         }
         Value::Object(m)
+    }
+
+    /// The files of the cluster-spec ConfigMap (mounted at `/etc/trainc`):
+    /// `cluster.json` and one `<role>_hosts` list per role.
+    pub fn files(&self) -> std::collections::BTreeMap<String, String> {
+        let mut data = std::collections::BTreeMap::new();
+        let mut pretty = serde_json::to_string_pretty(&self.cluster()).unwrap_or_default();
+        pretty.push('\n');
+        data.insert("cluster.json".to_owned(), pretty);
+        for (kind, hosts) in &self.hosts {
+            if !hosts.is_empty() {
+                data.insert(format!("{}_hosts", kind.as_str()), hosts.join(","));
+            }
+        }
+        data
     }
 
     /// `TF_CONFIG` of one task, exactly as TensorFlow reads it.

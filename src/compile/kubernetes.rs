@@ -6,7 +6,6 @@
 //! controller creates a new Job and prunes the old one instead of failing to
 //! patch it. Services, DNS names and `TF_CONFIG` stay the same.
 
-use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServicePort, ServiceSpec};
@@ -41,16 +40,7 @@ pub fn compile(job: &Job) -> Result<Vec<Manifest>, String> {
 /// `/etc/trainc` rather than `TF_CONFIG`.
 fn cluster_spec_config_map(job: &Job, cluster: &ClusterSpec) -> Manifest {
     let name = names::cluster_spec(&job.name);
-    let mut data = BTreeMap::new();
-    let mut pretty = serde_json::to_string_pretty(&cluster.cluster()).unwrap_or_default();
-    pretty.push('\n');
-    data.insert("cluster.json".to_owned(), pretty);
-    for role in &job.roles {
-        let hosts = cluster.hosts(role.kind);
-        if !hosts.is_empty() {
-            data.insert(format!("{}_hosts", role.kind.as_str()), hosts.join(","));
-        }
-    }
+    let data = cluster.files();
     let cm = ConfigMap {
         metadata: meta::object(
             job,

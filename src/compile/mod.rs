@@ -4,10 +4,10 @@
 //! cluster spec, pod templates, storage, TensorBoard); a new target is one more
 //! module that assembles them differently.
 
-mod cluster_spec;
+pub mod cluster_spec;
 mod kubernetes;
 mod meta;
-mod pod;
+pub mod pod;
 mod storage;
 mod tensorboard;
 

@@ -22,7 +22,7 @@ const SHM_VOLUME: &str = "trainc-shm";
 
 /// Program arguments: the role's own, then hyperparameters, then the TF1
 /// cluster flags, so user flags come first as in a hand-written command.
-fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<String> {
+pub fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<String> {
     let mut a = role.args.clone();
     if job.hyperparameter_flags {
         a.extend(
@@ -37,7 +37,8 @@ fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<String
     a
 }
 
-fn env(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<EnvVar> {
+/// The task's environment, sorted by name.
+pub fn env_vars(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> BTreeMap<String, String> {
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     if job.hyperparameter_env {
         for (k, v) in &job.hyperparameters {
@@ -48,7 +49,12 @@ fn env(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<EnvVar>
     if job.tf_config {
         vars.insert("TF_CONFIG".to_owned(), cluster.tf_config(role.kind, index));
     }
-    vars.into_iter()
+    vars
+}
+
+fn env(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<EnvVar> {
+    env_vars(job, role, index, cluster)
+        .into_iter()
         .map(|(name, value)| EnvVar {
             name,
             value: Some(value),

@@ -330,6 +330,27 @@ pub fn discover(
 
 /// How a path is shown to users and in generated headers: relative to the
 /// project root when it lies below it, with `/` separators on every platform.
+/// A relative path cleaned lexically and `/`-separated: `jobs/../train` →
+/// `train`, `jobs/./x` → `jobs/x`, nothing → `.`. Leading `..` stay.
+pub fn normalize(path: &Path) -> String {
+    use std::path::Component;
+    let mut parts: Vec<String> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if parts.last().is_some_and(|p| p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other.as_os_str().to_string_lossy().into_owned()),
+        }
+    }
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
 pub fn display_name(root: &Path, path: &Path) -> String {
     use std::path::Component;
     // Outside the root the path climbs out with `..`, so it still does not
@@ -412,6 +433,14 @@ mod tests {
         assert_eq!(e.path.as_deref(), Some("n[1]"));
         let pos = e.location.unwrap().pos;
         assert_eq!((pos.line, pos.column), (1, 8));
+    }
+
+    #[test]
+    fn paths_normalize_lexically() {
+        assert_eq!(normalize(Path::new("jobs/../train")), "train");
+        assert_eq!(normalize(Path::new("./jobs/./x")), "jobs/x");
+        assert_eq!(normalize(Path::new("../a/../../b")), "../../b");
+        assert_eq!(normalize(Path::new("jobs/..")), ".");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::validate::schema;
 pub const PROJECT_FILE: &str = "trainc.yaml";
 pub const DEFAULT_SOURCES: &str = "jobs";
 pub const DEFAULT_OUTPUT: &str = "deploy";
+pub const DEFAULT_BUILD_OUTPUT: &str = "build";
 
 #[derive(Debug, Clone)]
 pub struct Project {
@@ -20,6 +21,11 @@ pub struct Project {
     pub file: Option<PathBuf>,
     pub sources: Vec<PathBuf>,
     pub output: PathBuf,
+    /// Where container build specs go: outside `output`.
+    pub build_output: PathBuf,
+    /// The project's library directory, overriding built-in presets and
+    /// templates by name.
+    pub library: Option<PathBuf>,
     pub defaults: Defaults,
 }
 
@@ -37,6 +43,8 @@ impl Project {
                 file: None,
                 sources: vec![cwd.join(DEFAULT_SOURCES)],
                 output: cwd.join(DEFAULT_OUTPUT),
+                build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
+                library: None,
                 defaults: Defaults::default(),
             });
         };
@@ -67,13 +75,24 @@ impl Project {
             .map(|s| root.join(s))
             .collect();
         let output = root.join(pf.output.as_deref().unwrap_or(DEFAULT_OUTPUT));
+        let build_output = root.join(pf.build_output.as_deref().unwrap_or(DEFAULT_BUILD_OUTPUT));
+        let library = pf.library.as_deref().map(|l| root.join(l));
         Ok(Self {
             root,
             file: Some(file),
             sources,
             output,
+            build_output,
+            library,
             defaults: pf.defaults,
         })
+    }
+}
+
+impl Project {
+    /// The built-in library with the project's overrides.
+    pub fn library(&self) -> Result<crate::library::Library, Vec<Diagnostic>> {
+        crate::library::Library::load(self.library.as_deref(), &self.root)
     }
 }
 

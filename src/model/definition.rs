@@ -69,7 +69,9 @@ pub struct Spec {
     pub framework: Option<Framework>,
     pub strategy: Option<Strategy>,
     pub target: Option<Target>,
-    pub image: String,
+    pub framework_version: Option<String>,
+    pub image: Option<String>,
+    pub build: Option<Build>,
     pub image_pull_policy: Option<String>,
     #[serde(default)]
     pub command: Vec<String>,
@@ -102,6 +104,13 @@ pub struct Spec {
 pub struct Scalar(pub Value);
 
 impl TrainingJob {
+    /// The framework's name, which is also its preset's.
+    pub fn framework_name(&self) -> &'static str {
+        match self.spec.framework {
+            Some(Framework::Tensorflow) | None => "tensorflow",
+        }
+    }
+
     /// Replaces every non-string scalar in a free-form slot (env,
     /// hyperparameters, quantities) by its source text, looked up by JSON
     /// pointer.
@@ -159,6 +168,17 @@ impl Scalar {
             other => other.to_string(),
         }
     }
+}
+
+/// Build inputs instead of an image.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Build {
+    pub context: String,
+    pub entrypoint: String,
+    pub requirements: Option<String>,
+    pub repository: String,
+    pub base_image: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -3,16 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use std::path::PathBuf;
+
+use crate::library::Preset;
 use crate::model::definition::{self as def, HyperparameterStyle, Target};
 use crate::model::project::Defaults;
 
 pub const DEFAULT_NAMESPACE: &str = "default";
 pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
-pub const DEFAULT_PORT: u16 = 2222;
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 3;
 pub const DEFAULT_RESTART_POLICY: &str = "OnFailure";
-pub const DEFAULT_TENSORBOARD_IMAGE: &str = "tensorflow/tensorflow:2.16.1";
-pub const DEFAULT_TENSORBOARD_PORT: u16 = 6006;
 pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
 
 #[derive(Debug, Clone)]
@@ -24,6 +24,11 @@ pub struct Job {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub target: Target,
+    /// `major.minor`, from the definition or the preset's default.
+    pub framework_version: String,
+    /// Set when the image is built from source; the roles without an image of
+    /// their own then get the built image (see [`crate::image`]).
+    pub build: Option<BuildInputs>,
     pub image_pull_policy: Option<String>,
     /// `(name, value)`, sorted by name.
     pub hyperparameters: Vec<(String, String)>,
@@ -39,6 +44,21 @@ pub struct Job {
     pub tensorboard: Option<TensorBoard>,
     pub run_policy: RunPolicy,
     pub service_account_name: Option<String>,
+}
+
+/// `spec.build`, resolved: paths absolute, base image chosen.
+#[derive(Debug, Clone)]
+pub struct BuildInputs {
+    /// The context directory, absolute.
+    pub context: PathBuf,
+    /// The context as written in generated files: relative to the project root.
+    pub context_shown: String,
+    pub entrypoint: String,
+    pub requirements: Option<String>,
+    pub repository: String,
+    pub base_image: String,
+    pub python: String,
+    pub workdir: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -76,6 +96,8 @@ impl RoleKind {
 pub struct Role {
     pub kind: RoleKind,
     pub replicas: u32,
+    /// Empty until [`crate::image`] fills it when the job builds its image
+    /// and the role has none of its own.
     pub image: String,
     pub command: Vec<String>,
     pub args: Vec<String>,
@@ -151,8 +173,49 @@ fn scalar_map(m: &BTreeMap<String, def::Scalar>) -> impl Iterator<Item = (String
 
 /// Applies project defaults and built-in defaults. This is the one place
 /// defaults live.
-pub fn resolve(def: &def::TrainingJob, defaults: &Defaults, source: &str) -> Job {
+/// The resolved job. `root` is the project root, which `source` is relative
+/// to; `preset` is the framework's preset.
+pub fn resolve(
+    def: &def::TrainingJob,
+    defaults: &Defaults,
+    source: &str,
+    root: &std::path::Path,
+    preset: &Preset,
+) -> Job {
     let spec = &def.spec;
+    let version = spec
+        .framework_version
+        .clone()
+        .unwrap_or_else(|| preset.default_version.clone());
+    let images = preset.images(Some(&version));
+    let gpus = RoleKind::ALL.iter().any(|k| {
+        k.of(&spec.roles)
+            .is_some_and(|r| r.replicas > 0 && r.resources.gpu.unwrap_or(0) > 0)
+    });
+    let build = spec.build.as_ref().map(|b| {
+        let dir = std::path::Path::new(source)
+            .parent()
+            .map(|p| p.join(&b.context))
+            .unwrap_or_else(|| PathBuf::from(&b.context));
+        BuildInputs {
+            context: root.join(&dir),
+            context_shown: crate::load::normalize(&dir),
+            entrypoint: b.entrypoint.clone(),
+            requirements: b.requirements.clone(),
+            repository: b.repository.clone(),
+            base_image: b.base_image.clone().unwrap_or_else(|| {
+                images
+                    .map(|i| if gpus { i.gpu.clone() } else { i.cpu.clone() })
+                    .unwrap_or_default()
+            }),
+            python: preset.python.clone(),
+            workdir: preset.workdir.clone(),
+        }
+    });
+    let default_command = build
+        .as_ref()
+        .map(|b| vec![b.python.clone(), format!("{}/{}", b.workdir, b.entrypoint)])
+        .unwrap_or_default();
     let mut labels = defaults.labels.clone();
     labels.extend(def.metadata.labels.clone());
     let mut annotations = defaults.annotations.clone();
@@ -171,11 +234,21 @@ pub fn resolve(def: &def::TrainingJob, defaults: &Defaults, source: &str) -> Job
                 Role {
                     kind,
                     replicas: r.replicas,
-                    image: r.image.clone().unwrap_or_else(|| spec.image.clone()),
-                    command: r.command.clone().unwrap_or_else(|| spec.command.clone()),
+                    image: r
+                        .image
+                        .clone()
+                        .or_else(|| spec.image.clone())
+                        .unwrap_or_default(),
+                    command: r.command.clone().unwrap_or_else(|| {
+                        if spec.command.is_empty() {
+                            default_command.clone()
+                        } else {
+                            spec.command.clone()
+                        }
+                    }),
                     args: r.args.clone().unwrap_or_else(|| spec.args.clone()),
                     env,
-                    port: r.port.unwrap_or(DEFAULT_PORT),
+                    port: r.port.unwrap_or(preset.port),
                     cpu: r.resources.cpu.as_ref().map(def::Scalar::render),
                     memory: r.resources.memory.as_ref().map(def::Scalar::render),
                     gpu: r.resources.gpu.unwrap_or(0),
@@ -229,6 +302,8 @@ pub fn resolve(def: &def::TrainingJob, defaults: &Defaults, source: &str) -> Job
             .target
             .or(defaults.target)
             .unwrap_or(Target::Kubernetes),
+        framework_version: version.clone(),
+        build,
         image_pull_policy: spec.image_pull_policy.clone(),
         hyperparameters: scalar_map(&spec.hyperparameters).collect(),
         hyperparameter_flags: styles.contains(&HyperparameterStyle::Flags),
@@ -253,8 +328,9 @@ pub fn resolve(def: &def::TrainingJob, defaults: &Defaults, source: &str) -> Job
                 image: t
                     .image
                     .clone()
-                    .unwrap_or_else(|| DEFAULT_TENSORBOARD_IMAGE.to_owned()),
-                port: t.port.unwrap_or(DEFAULT_TENSORBOARD_PORT),
+                    .or_else(|| images.map(|i| i.cpu.clone()))
+                    .unwrap_or_default(),
+                port: t.port.unwrap_or(preset.tensorboard.port),
             }),
         run_policy: RunPolicy {
             backoff_limit: rp.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT),

@@ -15,6 +15,8 @@ pub struct ProjectFile {
     pub kind: String,
     pub sources: Option<Vec<String>>,
     pub output: Option<String>,
+    pub build_output: Option<String>,
+    pub library: Option<String>,
     #[serde(default)]
     pub defaults: Defaults,
 }

@@ -1,13 +1,16 @@
 //! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
 //! invalid definition: [`validate`] returns resolved jobs or every finding.
 
+mod image;
 pub mod rules;
 pub mod schema;
 mod suggest;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::diagnostic::{self, Diagnostic};
+use crate::library::Library;
 use crate::load::Document;
 use crate::model::definition::TrainingJob;
 use crate::model::job::{self, Job, namespace_of};
@@ -17,7 +20,16 @@ pub use suggest::did_you_mean;
 
 /// Validates every document and resolves the valid ones. Findings from all
 /// documents are gathered, so one run reports everything.
-pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<Diagnostic>> {
+/// What validation needs besides the documents.
+pub struct Context<'a> {
+    pub defaults: &'a Defaults,
+    pub library: &'a Library,
+    /// The project root: document names are relative to it.
+    pub root: &'a Path,
+}
+
+pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnostic>> {
+    let defaults = cx.defaults;
     let mut diags = Vec::new();
     let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
     for doc in docs {
@@ -29,7 +41,7 @@ pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<
         match doc.typed::<TrainingJob>() {
             Ok(mut def) => {
                 def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-                let found = rules::check(doc, &def, defaults);
+                let found = rules::check(doc, &def, cx);
                 if found.is_empty() {
                     valid.push((doc, def));
                 } else {
@@ -49,8 +61,17 @@ pub fn validate(docs: &[Document], defaults: &Defaults) -> Result<Vec<Job>, Vec<
     }
     let mut jobs: Vec<Job> = valid
         .iter()
-        .map(|(doc, def)| job::resolve(def, defaults, &doc.file.name))
-        .collect();
+        .map(|(doc, def)| {
+            // rules::check has made sure the preset exists.
+            let preset = cx.library.preset(def.framework_name());
+            preset.map(|p| job::resolve(def, defaults, &doc.file.name, cx.root, p))
+        })
+        .collect::<Option<Vec<Job>>>()
+        .ok_or_else(|| {
+            vec![Diagnostic::new(
+                "internal error: a validated job has no preset",
+            )]
+        })?;
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok(jobs)
 }

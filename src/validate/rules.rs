@@ -18,13 +18,18 @@ const LEGACY_FLAGS: [&str; 4] = ["ps_hosts", "worker_hosts", "job_name", "task_i
 /// Label prefixes trainc owns; user labels under them would break selectors.
 const RESERVED_LABEL_PREFIXES: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
 
-struct Ctx<'a> {
-    doc: &'a Document,
-    out: Vec<Diagnostic>,
+pub(super) struct Ctx<'a> {
+    pub(super) doc: &'a Document,
+    pub(super) out: Vec<Diagnostic>,
 }
 
 impl Ctx<'_> {
-    fn error(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
+    pub(super) fn error(
+        &mut self,
+        pointer: &str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
         let hint = hint.into();
         let mut d = Diagnostic::new(message)
             .path(self.doc.dotted(pointer))
@@ -35,7 +40,12 @@ impl Ctx<'_> {
         self.out.push(d);
     }
 
-    fn error_at_key(&mut self, pointer: &str, message: impl Into<String>, hint: impl Into<String>) {
+    pub(super) fn error_at_key(
+        &mut self,
+        pointer: &str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
         self.out.push(
             Diagnostic::new(message)
                 .path(self.doc.dotted(pointer))
@@ -46,11 +56,13 @@ impl Ctx<'_> {
 }
 
 /// Runs every rule on one schema-valid definition.
-pub fn check(doc: &Document, def: &TrainingJob, defaults: &Defaults) -> Vec<Diagnostic> {
+pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Diagnostic> {
+    let defaults = vcx.defaults;
     let mut cx = Ctx {
         doc,
         out: Vec::new(),
     };
+    super::image::check(&mut cx, def, vcx);
     roles(&mut cx, def);
     scheduling(&mut cx, def);
     quantities(&mut cx, def);

@@ -73,12 +73,21 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// A scratch copy of an example project, without any output.
 pub fn scratch_example(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_tree(&example(name).join("jobs"), &dir.path().join("jobs"));
-    std::fs::copy(
-        example(name).join("trainc.yaml"),
-        dir.path().join("trainc.yaml"),
-    )
-    .expect("copy");
+    let from = example(name);
+    for e in std::fs::read_dir(&from).expect("read example") {
+        let e = e.expect("entry");
+        let file_name = e.file_name();
+        // Outputs of a build in the source tree are not part of the example.
+        if file_name == "deploy" || file_name == "build" {
+            continue;
+        }
+        let to = dir.path().join(&file_name);
+        if e.file_type().expect("type").is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).expect("copy");
+        }
+    }
     dir
 }
 

@@ -18,7 +18,9 @@ as ``"ok <run_id>"`` or ``"failed <run_id>"``; ``run_id`` is new for every run.
 A server remembers what DONE contained when it started (usually nothing, or
 the marker of a previous run) and only acts on a marker that differs from it:
 a stale marker can therefore never stop a new run, and no clock comparison
-between machines is needed. ``ok`` exits 0, ``failed`` exits 1.
+between machines is needed. ``ok`` exits 0, ``failed`` exits 1. (The one case
+this cannot tell apart: a server that restarts after this run's chief has
+already finished waits for the next run; the orchestrator must stop it.)
 
 Data: scikit-learn's bundled 8x8 digits (no download), 20% held out.
 Optimizer: Adam, written out with tf.Variables so that its slots live on the
@@ -29,20 +31,23 @@ ParameterServerStrategy). Adam learns at both 0.01 and the example's 0.001.
 import argparse
 import json
 import os
+import signal
 import sys
 import time
+import traceback
 import uuid
 
-# Set before TensorFlow is imported; the caller can still override them.
+# Set before TensorFlow is imported (hence the late imports below); the caller
+# can still override them.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Recommended for PS training: let the coordinator handle unreachable peers.
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 
-import numpy as np
-import tensorflow as tf
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from tensorflow.core.framework import summary_pb2
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from tensorflow.core.framework import summary_pb2  # noqa: E402
 
 SEED = 42
 POLL_SECONDS = 0.5
@@ -155,6 +160,8 @@ def train(args: argparse.Namespace, strategy, coordinator) -> None:
     def dataset_fn(_input_context) -> tf.data.Dataset:
         # Repeated, so that each worker's iterator never runs dry; the data
         # travels to the workers inside this function, they need no sklearn.
+        # Every worker gets the same seed (PS strategy gives each worker input
+        # pipeline id 0); the asynchronous steps interleave anyway.
         ds = tf.data.Dataset.from_tensor_slices((x_train, y_train))
         ds = ds.shuffle(len(x_train), seed=SEED).repeat()
         return ds.batch(args.batch_size).prefetch(2)
@@ -201,7 +208,7 @@ def train(args: argparse.Namespace, strategy, coordinator) -> None:
                                  step=epoch, metadata=SCALAR)
         print(f"epoch {epoch}/{args.epochs}: loss {loss:.4f}, "
               f"test accuracy {test_acc:.4f}", flush=True)
-    writer.flush()
+        writer.flush()  # so that TensorBoard shows a long run as it goes
 
     steps = int(optimizer.iterations.numpy())
     print(f"test accuracy: {test_acc:.4f}", flush=True)
@@ -213,6 +220,12 @@ def train(args: argparse.Namespace, strategy, coordinator) -> None:
     print(f"checkpoint: {path}", flush=True)
 
 
+def exit_now(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run_chief(args: argparse.Namespace, in_cluster: bool) -> None:
     os.makedirs(args.model_dir, exist_ok=True)
     # A marker from a previous run must go before this run starts; the servers
@@ -220,6 +233,8 @@ def run_chief(args: argparse.Namespace, in_cluster: bool) -> None:
     if os.path.exists(os.path.join(args.model_dir, "DONE")):
         os.remove(os.path.join(args.model_dir, "DONE"))
     run_id = uuid.uuid4().hex
+    # A terminated chief must still tell the servers, or they would wait forever.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     tf.random.set_seed(SEED)
     try:
         if in_cluster:
@@ -230,10 +245,20 @@ def run_chief(args: argparse.Namespace, in_cluster: bool) -> None:
         else:
             strategy, coordinator = tf.distribute.get_strategy(), None
         train(args, strategy, coordinator)
-    except BaseException:
+    except BaseException as exc:
         write_marker(args.model_dir, f"failed {run_id}")
-        raise
+        if not in_cluster:
+            raise
+        # Same outcome as re-raising, without the noisy teardown (see below).
+        traceback.print_exc()
+        code = exc.code if isinstance(exc, SystemExit) else 1
+        exit_now(code if isinstance(code, int) and code else 1)
     write_marker(args.model_dir, f"ok {run_id}")
+    if in_cluster:
+        # The servers leave as soon as they see DONE. A normal interpreter exit
+        # would then try to release functions on them and log pages of
+        # "Connection refused"; everything is on disk already, so leave now.
+        exit_now(0)
 
 
 def run_server(args: argparse.Namespace, cluster: dict, job: str, index: int):
@@ -247,11 +272,13 @@ def run_server(args: argparse.Namespace, cluster: dict, job: str, index: int):
             break
         time.sleep(POLL_SECONDS)
     status = marker.split()[0]
-    print(f"{job} {index}: training finished ({status}), exiting", flush=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    if status == "ok":
+        print(f"{job} {index}: training finished, exiting", flush=True)
+    else:
+        print(f"{job} {index}: error: the chief reports that training failed "
+              f"({marker!r} in {args.model_dir}/DONE)", file=sys.stderr)
     # The TF2 server has no clean stop and join() never returns: leave at once.
-    os._exit(0 if status == "ok" else 1)
+    exit_now(0 if status == "ok" else 1)
 
 
 def main() -> int:

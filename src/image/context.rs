@@ -1,0 +1,95 @@
+//! The files of a build context, as `docker build` would send them, and the
+//! hash that makes them an image tag.
+
+use std::fs;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+use super::dockerignore::DockerIgnore;
+
+/// Hashes the rendered Dockerfile and every file of `context` that the
+/// context's `.dockerignore` keeps: relative path, executable bit and bytes,
+/// in sorted path order. No mtimes, owners or absolute paths, so the same
+/// inputs give the same tag on any machine.
+pub fn hash(context: &Path, dockerfile: &[u8]) -> Result<String, String> {
+    let ignore = match fs::read_to_string(context.join(".dockerignore")) {
+        Ok(text) => DockerIgnore::parse(&text)
+            .map_err(|(line, e)| format!(".dockerignore line {line}: {e}"))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            DockerIgnore::parse("").map_err(|(_, e)| e)?
+        }
+        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
+    };
+    let mut h = Sha256::new();
+    field(&mut h, b"Dockerfile");
+    field(&mut h, dockerfile);
+    let mut count = 0usize;
+    // Symlinks are hashed as the file they point to, as the builder copies it.
+    for entry in walkdir::WalkDir::new(context)
+        .follow_links(true)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
+        let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(context)
+            .map_err(|e| e.to_string())?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if ignore.excludes(&rel) {
+            continue;
+        }
+        let bytes = fs::read(entry.path()).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        field(&mut h, rel.as_bytes());
+        field(&mut h, if executable(entry.path()) { b"x" } else { b"-" });
+        field(&mut h, &bytes);
+        count += 1;
+    }
+    field(&mut h, count.to_string().as_bytes());
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Length-prefixed, so no two different inputs give the same byte stream.
+fn field(h: &mut Sha256, bytes: &[u8]) {
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+}
+
+#[cfg(unix)]
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn executable(_: &Path) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_changes_the_hash_ignored_files_and_mtimes_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        fs::write(p.join("train.py"), "print(1)\n").unwrap();
+        fs::write(p.join(".dockerignore"), "*.log\n").unwrap();
+        let a = hash(p, b"FROM x").unwrap();
+        fs::write(p.join("run.log"), "noise").unwrap();
+        assert_eq!(hash(p, b"FROM x").unwrap(), a, "ignored file");
+        fs::write(p.join("train.py"), "print(1)\n").unwrap();
+        assert_eq!(hash(p, b"FROM x").unwrap(), a, "rewritten, same bytes");
+        assert_ne!(hash(p, b"FROM y").unwrap(), a, "Dockerfile");
+        fs::write(p.join("train.py"), "print(2)\n").unwrap();
+        assert_ne!(hash(p, b"FROM x").unwrap(), a, "code");
+    }
+}

@@ -1,0 +1,112 @@
+//! Stage 3b, between validate and compile: jobs that give `build` inputs get
+//! a rendered Dockerfile and an image tag that is a hash of everything the
+//! image is built from. The roles without an image of their own then use
+//! `<repository>:<tag>`, and the build specs go to their own tree, outside
+//! the manifests that GitOps controllers sync.
+//!
+//! Only the build inputs reach the tag: a hyperparameter or replica change
+//! rewrites manifests but never the image.
+
+mod bake;
+mod context;
+mod dockerfile;
+mod dockerignore;
+
+use std::path::Path;
+
+use crate::diagnostic::Diagnostic;
+use crate::emit::Tree;
+use crate::library::Library;
+use crate::load;
+use crate::model::Job;
+
+pub use bake::BAKE_FILE;
+
+/// Hex digits of the content hash in image tags.
+pub const TAG_LEN: usize = 12;
+
+/// One image to build.
+#[derive(Debug, Clone)]
+pub struct ImageBuild {
+    pub namespace: String,
+    pub job: String,
+    /// The definition, for the generated-file header.
+    pub source: String,
+    /// Build context relative to the project root.
+    pub context: String,
+    /// `<repository>:<tag>`.
+    pub image: String,
+    pub dockerfile: Vec<u8>,
+}
+
+/// Renders and hashes every job's build, fills in the roles' images, and
+/// returns the build-spec tree (relative to `build_output`), empty when no
+/// job builds an image.
+pub fn prepare(
+    jobs: &mut [Job],
+    library: &Library,
+    root: &Path,
+    build_output: &Path,
+) -> Result<Tree, Vec<Diagnostic>> {
+    let template = library.template(dockerfile::TEMPLATE).ok_or_else(|| {
+        vec![Diagnostic::new(format!(
+            "the library has no template `{}`",
+            dockerfile::TEMPLATE
+        ))]
+    })?;
+    let out_shown = load::display_name(root, build_output);
+    let bake_shown = format!("{out_shown}/{BAKE_FILE}");
+    let results = crate::par::map(jobs, |job| -> Result<Option<ImageBuild>, Diagnostic> {
+        let Some(b) = &job.build else {
+            return Ok(None);
+        };
+        let fail = |e: String| {
+            Diagnostic::new(format!(
+                "cannot prepare the image of {}/{}: {e}",
+                job.namespace, job.name
+            ))
+            .hint(format!("check `spec.build` in {}", job.source))
+        };
+        let text = dockerfile::render(template, job, b, &bake_shown).map_err(fail)?;
+        let hash = context::hash(&b.context, text.as_bytes()).map_err(fail)?;
+        Ok(Some(ImageBuild {
+            namespace: job.namespace.clone(),
+            job: job.name.clone(),
+            source: job.source.clone(),
+            context: b.context_shown.clone(),
+            image: format!("{}:{}", b.repository, &hash[..TAG_LEN]),
+            dockerfile: text.into_bytes(),
+        }))
+    });
+    let mut builds = Vec::new();
+    let mut diags = Vec::new();
+    for (job, r) in jobs.iter_mut().zip(results) {
+        match r {
+            Ok(Some(build)) => {
+                for role in &mut job.roles {
+                    if role.image.is_empty() {
+                        role.image.clone_from(&build.image);
+                    }
+                }
+                builds.push(build);
+            }
+            Ok(None) => {}
+            Err(d) => diags.push(d),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let mut tree = Tree::new();
+    if builds.is_empty() {
+        return Ok(tree);
+    }
+    for b in &builds {
+        tree.insert(dockerfile::path(&b.namespace, &b.job), b.dockerfile.clone());
+    }
+    tree.insert(
+        BAKE_FILE.to_owned(),
+        bake::render(&builds, &out_shown).into_bytes(),
+    );
+    Ok(tree)
+}

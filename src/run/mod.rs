@@ -1,0 +1,248 @@
+//! `trainc run --local`: every task of one job as a local process, with the
+//! cluster spec, environment, arguments and hyperparameters the cluster would
+//! give it. Hosts become 127.0.0.1 on free ports, mount paths become
+//! directories under a work directory, and the image's code directory
+//! becomes the build context. What runs is what the manifests describe.
+
+mod supervise;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::compile::cluster_spec::ClusterSpec;
+use crate::compile::pod;
+use crate::diagnostic::Diagnostic;
+use crate::model::Job;
+use crate::model::job::RoleKind;
+use crate::names;
+
+pub use supervise::supervise;
+
+/// One task, ready to start.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// `worker-1`: the prefix of its output lines.
+    pub name: String,
+    pub kind: RoleKind,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// What the user chose for the local run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where mount paths point; created if missing.
+    pub workdir: PathBuf,
+    /// The interpreter for `python` commands.
+    pub python: PathBuf,
+    /// `--set name=value`: hyperparameters to override or add.
+    pub set: Vec<(String, String)>,
+    /// `--replicas role=n`.
+    pub replicas: Vec<(RoleKind, u32)>,
+}
+
+/// Applies the overrides to the job, in place.
+pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> {
+    for (name, value) in &opts.set {
+        match job.hyperparameters.iter_mut().find(|(k, _)| k == name) {
+            Some((_, v)) => v.clone_from(value),
+            None => job.hyperparameters.push((name.clone(), value.clone())),
+        }
+    }
+    job.hyperparameters.sort();
+    for (kind, n) in &opts.replicas {
+        match job.roles.iter_mut().find(|r| r.kind == *kind) {
+            Some(role) => role.replicas = *n,
+            None => {
+                return Err(Diagnostic::new(format!(
+                    "--replicas {}={n}: the job has no {} role",
+                    kind.as_str(),
+                    kind.as_str()
+                ))
+                .hint("only roles the definition has can be resized locally"));
+            }
+        }
+    }
+    job.roles.retain(|r| r.replicas > 0);
+    Ok(())
+}
+
+/// Free ports on 127.0.0.1, all held until every one is chosen so that no
+/// two tasks get the same. (Another program could take one before the task
+/// binds it; TensorFlow then fails loudly.)
+fn free_ports(n: usize) -> Result<Vec<u16>, Diagnostic> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Diagnostic::new(format!("cannot find a free local port: {e}")))?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Diagnostic::new(format!("cannot find a free local port: {e}")))
+}
+
+/// Container paths and the local directories standing in for them, longest
+/// first so that nested mounts map to the deepest one.
+fn path_map(job: &Job, workdir: &Path) -> Vec<(String, PathBuf)> {
+    let mut map: Vec<(String, PathBuf)> = job
+        .storage
+        .iter()
+        .map(|v| {
+            (
+                v.mount_path.trim_end_matches('/').to_owned(),
+                workdir.join("volumes").join(&v.name),
+            )
+        })
+        .collect();
+    map.push((
+        names::CLUSTER_SPEC_MOUNT.to_owned(),
+        workdir.join("cluster-spec"),
+    ));
+    if let Some(b) = &job.build {
+        map.push((b.workdir.trim_end_matches('/').to_owned(), b.context.clone()));
+    }
+    map.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+    map
+}
+
+/// Rewrites container paths in one argument or variable: a path standing
+/// alone (`/data/logs`) or as a flag's value (`--log_dir=/data/logs`).
+fn map_value(value: &str, map: &[(String, PathBuf)]) -> String {
+    let (prefix, path) = match value.split_once('=') {
+        Some((flag, rest)) if flag.starts_with('-') => (format!("{flag}="), rest),
+        _ => (String::new(), value),
+    };
+    for (from, to) in map {
+        if let Some(rest) = path.strip_prefix(from.as_str())
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return format!("{prefix}{}{rest}", to.display());
+        }
+    }
+    value.to_owned()
+}
+
+/// Every task of the job as a local process.
+pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
+    let count: u32 = job
+        .roles
+        .iter()
+        .filter(|r| r.kind != RoleKind::Evaluator)
+        .map(|r| r.replicas)
+        .sum();
+    let ports = free_ports(count as usize)?;
+    let mut assigned = BTreeMap::new();
+    let mut next = ports.iter();
+    for role in job.roles.iter().filter(|r| r.kind != RoleKind::Evaluator) {
+        for i in 0..role.replicas {
+            let port = next
+                .next()
+                .copied()
+                .ok_or_else(|| Diagnostic::new("internal error: too few ports"))?;
+            assigned.insert((role.kind, i), port);
+        }
+    }
+    let cluster = ClusterSpec::with_hosts(job, |kind, i, _| {
+        format!("127.0.0.1:{}", assigned.get(&(kind, i)).copied().unwrap_or(0))
+    });
+    let map = path_map(job, &opts.workdir);
+    for (_, dir) in &map {
+        if !dir.starts_with(&opts.workdir) {
+            continue; // the build context: the user's code, not ours to create
+        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Diagnostic::new(format!("cannot create {}: {e}", dir.display()))
+        })?;
+    }
+    let spec_dir = opts.workdir.join("cluster-spec");
+    for (name, text) in cluster.files() {
+        std::fs::write(spec_dir.join(&name), text).map_err(|e| {
+            Diagnostic::new(format!("cannot write {}: {e}", spec_dir.join(&name).display()))
+        })?;
+    }
+    let mut out = Vec::new();
+    for role in &job.roles {
+        let Some((program, command_args)) = role.command.split_first() else {
+            return Err(Diagnostic::new(format!(
+                "the {} role has no command to run locally",
+                role.kind.as_str()
+            ))
+            .hint("set `command` in the definition, or use `build` with an `entrypoint`"));
+        };
+        let program = if matches!(program.as_str(), "python" | "python3") {
+            opts.python.clone()
+        } else {
+            PathBuf::from(map_value(program, &map))
+        };
+        for i in 0..role.replicas {
+            let mut args: Vec<String> = command_args.iter().map(|a| map_value(a, &map)).collect();
+            args.extend(
+                pod::args(job, role, i, &cluster)
+                    .iter()
+                    .map(|a| map_value(a, &map)),
+            );
+            let env = pod::env_vars(job, role, i, &cluster)
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "TF_CONFIG" { v } else { map_value(&v, &map) };
+                    (k, v)
+                })
+                .collect();
+            out.push(Task {
+                name: format!("{}-{i}", role.kind.as_str()),
+                kind: role.kind,
+                program: program.clone(),
+                args,
+                env,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that `python` runs and has TensorFlow, before starting anything.
+pub fn preflight(python: &Path, version: &str) -> Result<(), Diagnostic> {
+    let shown = python.display();
+    let out = Command::new(python)
+        .args(["-c", "import tensorflow as tf; print(tf.__version__)"])
+        .env("TF_CPP_MIN_LOG_LEVEL", "3")
+        .output()
+        .map_err(|e| {
+            Diagnostic::new(format!("cannot run the Python interpreter `{shown}`: {e}")).hint(
+                "install Python 3, or pass `--python` with the interpreter of a virtual environment that has TensorFlow",
+            )
+        })?;
+    if !out.status.success() {
+        return Err(Diagnostic::new(format!(
+            "TensorFlow is not installed for `{shown}`"
+        ))
+        .hint(format!(
+            "install it with `{shown} -m pip install tensorflow-cpu=={version}.*` and the job's requirements, or pass `--python` with another interpreter"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_paths_map_to_local_directories() {
+        let map = vec![
+            ("/data/logs".to_owned(), PathBuf::from("/w/logs")),
+            ("/data".to_owned(), PathBuf::from("/w/data")),
+            ("/app".to_owned(), PathBuf::from("/src/train")),
+        ];
+        assert_eq!(map_value("/app/mnist.py", &map), "/src/train/mnist.py");
+        assert_eq!(map_value("--model_dir=/data/model", &map), "--model_dir=/w/data/model");
+        assert_eq!(map_value("/data/logs/x", &map), "/w/logs/x");
+        assert_eq!(map_value("/database", &map), "/database");
+        assert_eq!(map_value("--epochs=5", &map), "--epochs=5");
+        assert_eq!(map_value("a=/data", &map), "a=/data");
+    }
+}
