@@ -472,7 +472,8 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
         } => {
             let fail = fail(Format::Text);
             let project = Project::discover(&cwd, project.as_deref()).map_err(&fail)?;
-            let mut jobs = pipeline::check(&project, &cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+            let mut jobs =
+                pipeline::check(&project, &cwd, std::slice::from_ref(&path)).map_err(&fail)?;
             let library = project.library().map_err(&fail)?;
             crate::image::prepare(&mut jobs, &library, &project.root, &project.build_output)
                 .map_err(&fail)?;
@@ -512,7 +513,11 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 job.namespace,
                 job.name,
                 plural(tasks.len(), "task"),
-                tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+                tasks
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 workdir.display()
             );
             if gpus > 0 {

@@ -10,6 +10,7 @@ use common::{read_tree, run, stderr, trainc};
 /// A project with three jobs in three files.
 fn project(dir: &Path) {
     common::copy_tree(&common::example("mnist").join("jobs"), &dir.join("jobs"));
+    common::copy_tree(&common::example("mnist").join("train"), &dir.join("train"));
     common::copy_tree(
         &common::example("mnist-cpu").join("jobs"),
         &dir.join("jobs"),
@@ -24,9 +25,14 @@ fn project(dir: &Path) {
 fn output_does_not_depend_on_input_order_location_time_zone_or_locale() {
     let a = tempfile::tempdir().expect("tempdir");
     project(a.path());
-    let o = run(a.path(), &["build", "jobs", "-o", "out"]);
+    let o = run(
+        a.path(),
+        &["build", "jobs", "-o", "out", "--build-output", "images"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let reference = read_tree(&a.path().join("out"));
+    let reference_images = read_tree(&a.path().join("images"));
+    assert_eq!(reference_images.len(), 2, "Dockerfile and bake file");
     assert_eq!(
         reference
             .keys()
@@ -51,13 +57,14 @@ fn output_does_not_depend_on_input_order_location_time_zone_or_locale() {
     cmd.current_dir(&nested)
         .arg("build")
         .args(&files)
-        .args(["-o", "out"])
+        .args(["-o", "out", "--build-output", "images"])
         .env("TZ", "Pacific/Kiritimati")
         .env("LC_ALL", "tr_TR.UTF-8")
         .env("LANG", "tr_TR.UTF-8");
     let o = cmd.output().expect("runs");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_tree(&nested.join("out")), reference);
+    assert_eq!(read_tree(&nested.join("images")), reference_images);
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn fewer_workers_prunes_their_files_and_updates_the_kustomization() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 0 created, 5 updated, 2 deleted, 8 unchanged\n"
+        "updated deploy: 0 created, 6 updated, 2 deleted, 9 unchanged\nbuild is up to date (2 files)\n"
     );
     let tree = read_tree(&dir.path().join("deploy"));
     assert!(!tree.contains_key("ml/mnist/job-mnist-worker-1.yaml"));
@@ -123,7 +123,10 @@ fn pruning_never_follows_a_symlink_out_of_the_output_directory() {
         .expect("symlink");
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "deploy is up to date (15 files)\n");
+    assert_eq!(
+        stdout(&o),
+        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+    );
     assert!(victim.exists());
     assert!(dir.path().join("deploy/ml/elsewhere").is_symlink());
     assert!(
@@ -138,7 +141,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     let dir = scratch_example("mnist");
     let o = run(dir.path(), &["build", "--check"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("deploy is stale: 15 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("deploy is stale: 17 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
     assert!(
         !dir.path().join("deploy").exists(),
         "--check created nothing"
@@ -147,7 +150,10 @@ fn check_reports_stale_output_and_writes_nothing() {
     assert!(run(dir.path(), &["build"]).status.success());
     let o = run(dir.path(), &["build", "--check"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "deploy is up to date (15 files)\n");
+    assert_eq!(
+        stdout(&o),
+        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+    );
 
     edit(
         dir.path(),
@@ -205,7 +211,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert!(run(dir.path(), &["build"]).status.success());
     let o = run(dir.path(), &["diff"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "no changes (15 unchanged)\n");
+    assert_eq!(stdout(&o), "no changes (19 unchanged)\n");
 
     edit(
         dir.path(),
@@ -255,7 +261,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["create"], 2);
-    assert_eq!(v["update"], 6);
+    assert_eq!(v["update"], 7);
     let worker0 = v["changes"]
         .as_array()
         .expect("array")
@@ -423,7 +429,10 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     // Naming the sources themselves is the whole project.
     let o = run(dir.path(), &["build", "jobs"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "deploy is up to date (26 files)\n");
+    assert_eq!(
+        stdout(&o),
+        "deploy is up to date (28 files)\nbuild is up to date (2 files)\n"
+    );
 
     // Elsewhere, the paths alone define the output.
     let o = run(
@@ -466,5 +475,8 @@ fn a_symlink_to_the_output_among_the_sources_is_not_read() {
         .expect("symlink");
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "deploy is up to date (15 files)\n");
+    assert_eq!(
+        stdout(&o),
+        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+    );
 }

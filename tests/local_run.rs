@@ -34,7 +34,14 @@ fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
     let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
         .current_dir(dir.path())
         .args(["run", "--local", "jobs/mnist.yaml", "--replicas", "ps=1"])
-        .args(["--set", "epochs=5", "--set", "batch_size=32", "--set", "learning_rate=0.01"])
+        .args([
+            "--set",
+            "epochs=5",
+            "--set",
+            "batch_size=32",
+            "--set",
+            "learning_rate=0.01",
+        ])
         .arg("--python")
         .arg(&python)
         .arg("--workdir")
@@ -82,7 +89,13 @@ fn a_python_without_tensorflow_is_a_clear_error() {
     let dir = scratch_example("mnist");
     let o = run(
         dir.path(),
-        &["run", "--local", "jobs/mnist.yaml", "--python", "/nonexistent/python3"],
+        &[
+            "run",
+            "--local",
+            "jobs/mnist.yaml",
+            "--python",
+            "/nonexistent/python3",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
@@ -97,7 +110,13 @@ fn a_python_without_tensorflow_is_a_clear_error() {
     set_executable(&fake);
     let o = run(
         dir.path(),
-        &["run", "--local", "jobs/mnist.yaml", "--python", "./python-without-tf"],
+        &[
+            "run",
+            "--local",
+            "jobs/mnist.yaml",
+            "--python",
+            "./python-without-tf",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
@@ -116,10 +135,20 @@ fn run_requires_local_and_a_single_job() {
     assert!(stderr(&o).contains("--local"), "{}", stderr(&o));
     let o = run(
         dir.path(),
-        &["run", "--local", "jobs/mnist.yaml", "--replicas", "evaluator=1"],
+        &[
+            "run",
+            "--local",
+            "jobs/mnist.yaml",
+            "--replicas",
+            "evaluator=1",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("the job has no evaluator role"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the job has no evaluator role"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn set_executable(path: &Path) {
@@ -127,4 +156,116 @@ fn set_executable(path: &Path) {
     let mut p = std::fs::metadata(path).expect("stat").permissions();
     p.set_mode(0o755);
     std::fs::set_permissions(path, p).expect("chmod");
+}
+
+/// A job whose tasks are shell scripts: the supervision without TensorFlow.
+/// The chief runs `chief.sh`, every other task `server.sh`.
+fn script_job(dir: &Path, chief: &str, server: &str) {
+    std::fs::create_dir_all(dir.join("jobs")).expect("mkdir");
+    for (name, body) in [("chief.sh", chief), ("server.sh", server)] {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+        set_executable(&path);
+    }
+    let d = dir.display();
+    std::fs::write(
+        dir.join("jobs/scripts.yaml"),
+        format!(
+            "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {{name: scripts, namespace: ml}}\n\
+             spec:\n  image: example.com/none:1\n  storage: [{{name: data, mountPath: /data, size: 1Gi}}]\n\
+             \x20 roles:\n\
+             \x20   chief: {{replicas: 1, command: [{d}/chief.sh, /data/out]}}\n\
+             \x20   ps: {{replicas: 1, command: [{d}/server.sh]}}\n\
+             \x20   worker: {{replicas: 2, command: [{d}/server.sh]}}\n"
+        ),
+    )
+    .expect("write");
+}
+
+#[test]
+fn output_is_prefixed_paths_are_mapped_and_servers_are_stopped_after_the_chief() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The servers never exit on their own: trainc stops them after the grace period.
+    script_job(
+        dir.path(),
+        "echo \"writing $1\"; echo done > \"$1\"; echo oops >&2",
+        "echo up; sleep 1001",
+    );
+    let work = dir.path().join("w");
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/scripts.yaml", "--workdir"])
+        .arg(&work)
+        .output()
+        .expect("trainc runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let mapped = work.join("volumes/data/out");
+    assert!(
+        out.contains(&format!("[chief-0] writing {}\n", mapped.display())),
+        "{out}"
+    );
+    assert!(out.contains("[worker-1] up\n"), "{out}");
+    assert!(err.contains("[chief-0] oops\n"), "{err}");
+    assert_eq!(std::fs::read_to_string(&mapped).expect("written"), "done\n");
+    assert!(err.contains("trainc: chief-0 exited: exit code 0"), "{err}");
+    assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
+    assert!(processes_mentioning("sleep 1001").is_empty());
+}
+
+#[test]
+fn a_failing_task_ends_the_run_with_its_status_and_ctrl_c_stops_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    script_job(
+        dir.path(),
+        "sleep 1002",
+        "[ \"$TF_CONFIG\" ] && sleep 1; exit 3",
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/scripts.yaml", "--workdir", "w"])
+        .output()
+        .expect("trainc runs");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("failed; stopping the other tasks"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
+    assert!(processes_mentioning("sleep 1002").is_empty());
+
+    // Everything waits; SIGINT (Ctrl-C) to trainc alone stops every task.
+    script_job(dir.path(), "sleep 1003", "sleep 1003");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/scripts.yaml", "--workdir", "w"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let needle = dir.path().display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes_mentioning(&needle).len() < 4 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        processes_mentioning(&needle).len(),
+        4,
+        "all four tasks started"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        processes_mentioning(&needle).is_empty(),
+        "tasks left running"
+    );
+    assert!(
+        processes_mentioning("sleep 1003").is_empty(),
+        "their children too"
+    );
 }

@@ -6,7 +6,6 @@
 //! controller creates a new Job and prunes the old one instead of failing to
 //! patch it. Services, DNS names and `TF_CONFIG` stay the same.
 
-
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

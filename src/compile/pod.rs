@@ -38,7 +38,12 @@ pub fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<St
 }
 
 /// The task's environment, sorted by name.
-pub fn env_vars(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> BTreeMap<String, String> {
+pub fn env_vars(
+    job: &Job,
+    role: &Role,
+    index: u32,
+    cluster: &ClusterSpec,
+) -> BTreeMap<String, String> {
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     if job.hyperparameter_env {
         for (k, v) in &job.hyperparameters {

@@ -103,7 +103,10 @@ fn path_map(job: &Job, workdir: &Path) -> Vec<(String, PathBuf)> {
         workdir.join("cluster-spec"),
     ));
     if let Some(b) = &job.build {
-        map.push((b.workdir.trim_end_matches('/').to_owned(), b.context.clone()));
+        map.push((
+            b.workdir.trim_end_matches('/').to_owned(),
+            b.context.clone(),
+        ));
     }
     map.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
     map
@@ -147,21 +150,26 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
         }
     }
     let cluster = ClusterSpec::with_hosts(job, |kind, i, _| {
-        format!("127.0.0.1:{}", assigned.get(&(kind, i)).copied().unwrap_or(0))
+        format!(
+            "127.0.0.1:{}",
+            assigned.get(&(kind, i)).copied().unwrap_or(0)
+        )
     });
     let map = path_map(job, &opts.workdir);
     for (_, dir) in &map {
         if !dir.starts_with(&opts.workdir) {
             continue; // the build context: the user's code, not ours to create
         }
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Diagnostic::new(format!("cannot create {}: {e}", dir.display()))
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Diagnostic::new(format!("cannot create {}: {e}", dir.display())))?;
     }
     let spec_dir = opts.workdir.join("cluster-spec");
     for (name, text) in cluster.files() {
         std::fs::write(spec_dir.join(&name), text).map_err(|e| {
-            Diagnostic::new(format!("cannot write {}: {e}", spec_dir.join(&name).display()))
+            Diagnostic::new(format!(
+                "cannot write {}: {e}",
+                spec_dir.join(&name).display()
+            ))
         })?;
     }
     let mut out = Vec::new();
@@ -188,7 +196,11 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
             let env = pod::env_vars(job, role, i, &cluster)
                 .into_iter()
                 .map(|(k, v)| {
-                    let v = if k == "TF_CONFIG" { v } else { map_value(&v, &map) };
+                    let v = if k == "TF_CONFIG" {
+                        v
+                    } else {
+                        map_value(&v, &map)
+                    };
                     (k, v)
                 })
                 .collect();
@@ -239,7 +251,10 @@ mod tests {
             ("/app".to_owned(), PathBuf::from("/src/train")),
         ];
         assert_eq!(map_value("/app/mnist.py", &map), "/src/train/mnist.py");
-        assert_eq!(map_value("--model_dir=/data/model", &map), "--model_dir=/w/data/model");
+        assert_eq!(
+            map_value("--model_dir=/data/model", &map),
+            "--model_dir=/w/data/model"
+        );
         assert_eq!(map_value("/data/logs/x", &map), "/w/logs/x");
         assert_eq!(map_value("/database", &map), "/database");
         assert_eq!(map_value("--epochs=5", &map), "--epochs=5");

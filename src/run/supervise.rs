@@ -61,7 +61,9 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
                     task.name,
                     task.program.display()
                 ))
-                .hint("check the role's `command`; locally it runs on this machine, not in the image"));
+                .hint(
+                    "check the role's `command`; locally it runs on this machine, not in the image",
+                ));
             }
         }
     }
@@ -75,7 +77,10 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
             .iter()
             .find(|r| r.status.is_some_and(|s| !s.success()))
         {
-            note(&format!("{} failed; stopping the other tasks", failed.task.name));
+            note(&format!(
+                "{} failed; stopping the other tasks",
+                failed.task.name
+            ));
             break code(failed.status);
         }
         let done = running
@@ -119,7 +124,10 @@ fn reap(running: &mut [Running]) {
     }
 }
 
-fn start(task: &Task, workdir: &std::path::Path) -> std::io::Result<(Child, Vec<thread::JoinHandle<()>>)> {
+fn start(
+    task: &Task,
+    workdir: &std::path::Path,
+) -> std::io::Result<(Child, Vec<thread::JoinHandle<()>>)> {
     let mut child = Command::new(&task.program)
         .args(&task.args)
         .envs(&task.env)
@@ -142,7 +150,11 @@ fn start(task: &Task, workdir: &std::path::Path) -> std::io::Result<(Child, Vec<
 }
 
 /// Copies a stream line by line, each line prefixed with `[name] `.
-fn relay(stream: impl Read + Send + 'static, name: String, to_stderr: bool) -> thread::JoinHandle<()> {
+fn relay(
+    stream: impl Read + Send + 'static,
+    name: String,
+    to_stderr: bool,
+) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         let mut reader = BufReader::new(stream);
         let mut line = Vec::new();
@@ -176,7 +188,7 @@ fn stop(running: &mut [Running]) {
         }
     }
     let until = Instant::now() + TERM_WAIT;
-    while Instant::now() < until && running.iter_mut().any(|r| alive(r)) {
+    while Instant::now() < until && running.iter_mut().any(alive) {
         thread::sleep(POLL);
     }
     for r in running.iter_mut() {
