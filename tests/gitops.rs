@@ -28,6 +28,17 @@ fn output_dir() -> String {
     project["output"].as_str().expect("output").to_owned()
 }
 
+/// The README's `.pre-commit-config.yaml` snippet.
+fn readme_snippet() -> String {
+    let readme = fs::read_to_string(root().join("README.md")).expect("read");
+    let start = readme
+        .find("```yaml\n# .pre-commit-config.yaml\n")
+        .expect("README has a .pre-commit-config.yaml snippet")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").expect("closed");
+    readme[start..end].to_owned()
+}
+
 /// Every shipped YAML file appears in docs/gitops.md byte for byte, so the
 /// page never drifts from the files the tests check.
 #[test]
@@ -129,13 +140,7 @@ fn pre_commit_hooks_run_the_commands_they_promise() {
 /// The README's `.pre-commit-config.yaml` snippet names hooks that exist.
 #[test]
 fn readme_pre_commit_snippet_uses_the_shipped_hooks() {
-    let readme = fs::read_to_string(root().join("README.md")).expect("read");
-    let start = readme
-        .find("```yaml\n# .pre-commit-config.yaml\n")
-        .expect("README has a .pre-commit-config.yaml snippet")
-        + "```yaml\n".len();
-    let end = start + readme[start..].find("```").expect("closed");
-    let config: Value = serde_saphyr::from_str(&readme[start..end]).expect("snippet parses");
+    let config: Value = serde_saphyr::from_str(&readme_snippet()).expect("snippet parses");
     let shipped = one(".pre-commit-hooks.yaml");
     let ids: Vec<&Value> = shipped
         .as_array()
@@ -176,15 +181,9 @@ fn pre_commit_accepts_the_manifest_and_the_snippet() {
     let Some(pre_commit) = common::tool("TRAINC_PRE_COMMIT", "pre-commit") else {
         return;
     };
-    let readme = fs::read_to_string(root().join("README.md")).expect("read");
-    let start = readme
-        .find("```yaml\n# .pre-commit-config.yaml\n")
-        .expect("snippet")
-        + "```yaml\n".len();
-    let end = start + readme[start..].find("```").expect("closed");
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join(".pre-commit-config.yaml");
-    fs::write(&config, &readme[start..end]).expect("write");
+    fs::write(&config, readme_snippet()).expect("write");
     for (cmd, file) in [
         ("validate-manifest", root().join(".pre-commit-hooks.yaml")),
         ("validate-config", config),

@@ -16,6 +16,18 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
     fs::write(&path, text.replace(from, to)).expect("write");
 }
 
+/// The mnist project with the mnist-cpu job added, built.
+fn two_jobs_built() -> tempfile::TempDir {
+    let dir = scratch_example("mnist");
+    fs::copy(
+        common::example("mnist-cpu").join("jobs/mnist-cpu.yaml"),
+        dir.path().join("jobs/mnist-cpu.yaml"),
+    )
+    .expect("copy");
+    assert!(run(dir.path(), &["build"]).status.success());
+    dir
+}
+
 const WORKERS_2: &str = "worker: {replicas: 2, resources: {cpu: \"4\", memory: 8Gi, gpu: 1}}";
 
 #[test]
@@ -52,13 +64,7 @@ fn fewer_workers_prunes_their_files_and_updates_the_kustomization() {
 
 #[test]
 fn a_removed_job_loses_its_directory_but_not_hand_written_files() {
-    let dir = scratch_example("mnist");
-    fs::copy(
-        common::example("mnist-cpu").join("jobs/mnist-cpu.yaml"),
-        dir.path().join("jobs/mnist-cpu.yaml"),
-    )
-    .expect("copy");
-    assert!(run(dir.path(), &["build"]).status.success());
+    let dir = two_jobs_built();
     // A note someone keeps beside the generated files of the first job.
     fs::write(
         dir.path().join("deploy/ml/mnist/NOTES.md"),
@@ -397,13 +403,7 @@ fn a_build_killed_at_any_moment_leaves_old_or_new_files_and_converges() {
 
 #[test]
 fn building_part_of_a_project_into_its_output_is_refused() {
-    let dir = scratch_example("mnist");
-    fs::copy(
-        common::example("mnist-cpu").join("jobs/mnist-cpu.yaml"),
-        dir.path().join("jobs/mnist-cpu.yaml"),
-    )
-    .expect("copy");
-    assert!(run(dir.path(), &["build"]).status.success());
+    let dir = two_jobs_built();
     let before = read_tree(&dir.path().join("deploy"));
 
     // One of two definitions into the project's output would prune the other,
