@@ -132,7 +132,7 @@ pub enum Command {
         /// directory under the system's temporary directory].
         #[arg(long, value_name = "DIR")]
         workdir: Option<PathBuf>,
-        /// Python interpreter for `python` commands [default: `python3`].
+        /// Python interpreter for `python` commands.
         #[arg(long, value_name = "PATH", default_value = "python3")]
         python: PathBuf,
         /// Override a hyperparameter, e.g. `--set epochs=5` (repeatable).
@@ -276,13 +276,24 @@ fn desired(
         a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
     };
     let project_output = same(&project.output, &own_output);
-    if !inputs.paths.is_empty() && project_output {
-        partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
-    }
     let build_output = match &output.build_output {
         Some(b) => Some(cwd.join(b)),
         None => project_output.then(|| project.build_output.clone()),
     };
+    let project_build = build_output
+        .as_deref()
+        .is_some_and(|b| same(b, &project.build_output));
+    if !inputs.paths.is_empty() && (project_output || project_build) {
+        partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
+    }
+    if let Some(b) = &build_output
+        && crate::load::project::overlap(&project.output, b)
+    {
+        return Err(fail(vec![
+            Diagnostic::new("the output and build directories must not contain one another")
+                .hint("each directory is pruned on its own; pass directories side by side"),
+        ]));
+    }
     let (manifests, builds) =
         pipeline::desired(&project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
     let mut dests = vec![Dest {
@@ -357,7 +368,9 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
         Command::Validate { inputs, format } => {
             let fail = fail(format);
             let project = Project::discover(&cwd, inputs.project.as_deref()).map_err(&fail)?;
-            let jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
+            let mut jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
+            // Templates and build contexts too: what `build` would refuse.
+            pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
             if format == Format::Json {
                 let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
             } else {
@@ -474,9 +487,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let project = Project::discover(&cwd, project.as_deref()).map_err(&fail)?;
             let mut jobs =
                 pipeline::check(&project, &cwd, std::slice::from_ref(&path)).map_err(&fail)?;
-            let library = project.library().map_err(&fail)?;
-            crate::image::prepare(&mut jobs, &library, &project.root, &project.build_output)
-                .map_err(&fail)?;
+            pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
             let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
             let workdir = match workdir {
                 Some(w) => cwd.join(w),
@@ -501,11 +512,11 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 replicas,
             };
             crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
-            let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
-            if tasks.iter().any(|t| t.program == opts.python) {
+            if crate::run::uses_python(&job) {
                 crate::run::preflight(&opts.python, &job.framework_version)
                     .map_err(|d| fail(vec![d]))?;
             }
+            let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
             let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
             let _ = writeln!(
                 stdout,

@@ -149,7 +149,8 @@ fn entry(c: &Change, shown: &str) -> Entry {
         _ => ("File".to_owned(), None, shown_path.clone()),
     };
     let fields = match (c.op, &old, &new) {
-        (Op::Update, Some(o), Some(n)) => {
+        // Only resources have fields; a Dockerfile or bake file is text.
+        (Op::Update, Some(o), Some(n)) if o.get("kind").is_some() => {
             let mut out = Vec::new();
             changed_fields("", o, n, &mut out);
             out

@@ -91,6 +91,23 @@ pub fn check(
     Ok(jobs)
 }
 
+/// Renders and hashes the jobs' image builds (see [`crate::image`]) and
+/// fills in their images; returns the build-spec tree for `build_output`.
+pub fn images(
+    project: &Project,
+    jobs: &mut [Job],
+    build_output: &Path,
+) -> Result<Tree, Vec<Diagnostic>> {
+    let library = project.library()?;
+    // What trainc writes must not be part of what it hashes.
+    let generated = [
+        project.output.as_path(),
+        project.build_output.as_path(),
+        build_output,
+    ];
+    crate::image::prepare(jobs, &library, &project.root, build_output, &generated)
+}
+
 /// The manifest tree and the build-spec tree (empty without `build_output`
 /// or without jobs that build an image).
 pub fn desired(
@@ -100,15 +117,10 @@ pub fn desired(
     build_output: Option<&Path>,
 ) -> Result<(Tree, Tree), Vec<Diagnostic>> {
     let mut jobs = check(project, cwd, paths)?;
-    let library = project.library()?;
-    let fallback = project
-        .root
-        .join(crate::load::project::DEFAULT_BUILD_OUTPUT);
-    let builds = crate::image::prepare(
+    let builds = images(
+        project,
         &mut jobs,
-        &library,
-        &project.root,
-        build_output.unwrap_or(&fallback),
+        build_output.unwrap_or(&project.build_output),
     )?;
     let manifests = render(&jobs)?;
     Ok((

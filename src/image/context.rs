@@ -12,7 +12,18 @@ use super::dockerignore::DockerIgnore;
 /// context's `.dockerignore` keeps: relative path, executable bit and bytes,
 /// in sorted path order. No mtimes, owners or absolute paths, so the same
 /// inputs give the same tag on any machine.
-pub fn hash(context: &Path, dockerfile: &[u8]) -> Result<String, String> {
+///
+/// A context must leave out (by `.dockerignore`) the `generated`
+/// directories and `.git`: they change whenever the tag does, or with every
+/// commit, and the tag would never settle.
+pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<String, String> {
+    let generated: Vec<std::path::PathBuf> = generated
+        .iter()
+        .filter_map(|g| g.canonicalize().ok())
+        .collect();
+    let context_real = context
+        .canonicalize()
+        .unwrap_or_else(|_| context.to_path_buf());
     let ignore = match fs::read_to_string(context.join(".dockerignore")) {
         Ok(text) => DockerIgnore::parse(&text)
             .map_err(|(line, e)| format!(".dockerignore line {line}: {e}"))?,
@@ -45,6 +56,17 @@ pub fn hash(context: &Path, dockerfile: &[u8]) -> Result<String, String> {
             .join("/");
         if ignore.excludes(&rel) {
             continue;
+        }
+        let unstable = rel == ".git"
+            || rel.starts_with(".git/")
+            || generated
+                .iter()
+                .any(|g| context_real.join(&rel).starts_with(g));
+        if unstable {
+            let top = rel.split('/').next().unwrap_or(&rel);
+            return Err(format!(
+                "the build context includes `{top}/`, which changes with every commit or build; add `{top}/` to the context's .dockerignore"
+            ));
         }
         let bytes = fs::read(entry.path()).map_err(|e| format!("cannot read {rel}: {e}"))?;
         field(&mut h, rel.as_bytes());
@@ -83,13 +105,22 @@ mod tests {
         let p = dir.path();
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
         fs::write(p.join(".dockerignore"), "*.log\n").unwrap();
-        let a = hash(p, b"FROM x").unwrap();
+        let a = hash(p, b"FROM x", &[]).unwrap();
         fs::write(p.join("run.log"), "noise").unwrap();
-        assert_eq!(hash(p, b"FROM x").unwrap(), a, "ignored file");
+        assert_eq!(hash(p, b"FROM x", &[]).unwrap(), a, "ignored file");
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
-        assert_eq!(hash(p, b"FROM x").unwrap(), a, "rewritten, same bytes");
-        assert_ne!(hash(p, b"FROM y").unwrap(), a, "Dockerfile");
+        assert_eq!(hash(p, b"FROM x", &[]).unwrap(), a, "rewritten, same bytes");
+        assert_ne!(hash(p, b"FROM y", &[]).unwrap(), a, "Dockerfile");
         fs::write(p.join("train.py"), "print(2)\n").unwrap();
-        assert_ne!(hash(p, b"FROM x").unwrap(), a, "code");
+        assert_ne!(hash(p, b"FROM x", &[]).unwrap(), a, "code");
+        fs::create_dir(p.join("deploy")).unwrap();
+        fs::write(p.join("deploy/x.yaml"), "x").unwrap();
+        let e = hash(p, b"FROM x", &[&p.join("deploy")]).unwrap_err();
+        assert!(
+            e.contains("add `deploy/` to the context's .dockerignore"),
+            "{e}"
+        );
+        fs::write(p.join(".dockerignore"), "*.log\ndeploy\n").unwrap();
+        assert!(hash(p, b"FROM x", &[&p.join("deploy")]).is_ok());
     }
 }

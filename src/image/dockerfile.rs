@@ -13,7 +13,17 @@ pub fn path(namespace: &str, job: &str) -> String {
     format!("{}/Dockerfile", emit::job_dir(namespace, job))
 }
 
-pub fn render(template: &str, job: &Job, b: &BuildInputs, bake: &str) -> Result<String, String> {
+/// Renders the Dockerfile. With `for_hash`, the parts that only say where
+/// files are (the header's definition path, the bake file's path) are left
+/// empty: comments do not change an image, and moving a definition or the
+/// build directory must not change its tag.
+pub fn render(
+    template: &str,
+    job: &Job,
+    b: &BuildInputs,
+    bake: &str,
+    for_hash: bool,
+) -> Result<String, String> {
     let mut env = Environment::new();
     // A typo in a user's template is an error, not an empty string.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -31,7 +41,12 @@ pub fn render(template: &str, job: &Job, b: &BuildInputs, bake: &str) -> Result<
         .as_deref()
         .and_then(|r| r.rsplit('/').next())
         .unwrap_or_default();
-    let header = emit::header(Some(&job.source));
+    let header = if for_hash {
+        String::new()
+    } else {
+        emit::header(Some(&job.source))
+    };
+    let bake = if for_hash { "" } else { bake };
     env.get_template(TEMPLATE)
         .and_then(|t| {
             t.render(context! {
@@ -49,4 +64,14 @@ pub fn render(template: &str, job: &Job, b: &BuildInputs, bake: &str) -> Result<
             })
         })
         .map_err(|e| format!("template {TEMPLATE}: {e}"))
+        .and_then(|text| {
+            // The header is how pruning knows the file is trainc's.
+            if for_hash || emit::is_generated(text.as_bytes()) {
+                Ok(text)
+            } else {
+                Err(format!(
+                    "template {TEMPLATE} must start with `{{{{ header }}}}`, the generated-file header"
+                ))
+            }
+        })
 }

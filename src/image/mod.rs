@@ -47,6 +47,7 @@ pub fn prepare(
     library: &Library,
     root: &Path,
     build_output: &Path,
+    generated: &[&Path],
 ) -> Result<Tree, Vec<Diagnostic>> {
     let template = library.template(dockerfile::TEMPLATE).ok_or_else(|| {
         vec![Diagnostic::new(format!(
@@ -60,15 +61,29 @@ pub fn prepare(
         let Some(b) = &job.build else {
             return Ok(None);
         };
-        let fail = |e: String| {
+        let fail = |e: String, hint: String| {
             Diagnostic::new(format!(
                 "cannot prepare the image of {}/{}: {e}",
                 job.namespace, job.name
             ))
-            .hint(format!("check `spec.build` in {}", job.source))
+            .hint(hint)
         };
-        let text = dockerfile::render(template, job, b, &bake_shown).map_err(fail)?;
-        let hash = context::hash(&b.context, text.as_bytes()).map_err(fail)?;
+        let template_hint = || {
+            "fix the Dockerfile template (the project's `library` directory, or trainc's library/templates/)".to_owned()
+        };
+        let text = dockerfile::render(template, job, b, &bake_shown, false)
+            .map_err(|e| fail(e, template_hint()))?;
+        let neutral = dockerfile::render(template, job, b, &bake_shown, true)
+            .map_err(|e| fail(e, template_hint()))?;
+        let hash = context::hash(&b.context, neutral.as_bytes(), generated).map_err(|e| {
+            fail(
+                e,
+                format!(
+                    "check `spec.build` in {}, and the context's .dockerignore",
+                    job.source
+                ),
+            )
+        })?;
         Ok(Some(ImageBuild {
             namespace: job.namespace.clone(),
             job: job.name.clone(),

@@ -64,7 +64,12 @@ impl Document {
                         .hint("write whole numbers without a decimal point, e.g. `2`, not `2.0`")
                 }
                 _ => Diagnostic::new(format!(
-                    "internal error: schema and model disagree at {pointer}: {}",
+                    "internal error: schema and model disagree{}: {}",
+                    if pointer.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" at `{}`", self.dotted(&pointer))
+                    },
                     e.inner()
                 ))
                 .at(self.locate(&pointer))

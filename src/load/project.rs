@@ -77,6 +77,13 @@ impl Project {
         let output = root.join(pf.output.as_deref().unwrap_or(DEFAULT_OUTPUT));
         let build_output = root.join(pf.build_output.as_deref().unwrap_or(DEFAULT_BUILD_OUTPUT));
         let library = pf.library.as_deref().map(|l| root.join(l));
+        if overlap(&output, &build_output) {
+            return Err(vec![
+                Diagnostic::new("`output` and `buildOutput` must not contain one another")
+                    .at(doc_location(&docs, "/buildOutput"))
+                    .hint("each directory is pruned on its own; keep them side by side, e.g. `deploy` and `build`"),
+            ]);
+        }
         Ok(Self {
             root,
             file: Some(file),
@@ -87,6 +94,15 @@ impl Project {
             defaults: pf.defaults,
         })
     }
+}
+
+/// Whether one directory lies in the other (lexically, as written).
+pub fn overlap(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+fn doc_location(docs: &[Document], pointer: &str) -> Option<crate::source::Location> {
+    docs.first().and_then(|d| d.locate(pointer))
 }
 
 impl Project {

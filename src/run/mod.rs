@@ -67,7 +67,46 @@ pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> 
         }
     }
     job.roles.retain(|r| r.replicas > 0);
+    // The definition's rules, again, for the resized job.
+    let count = |k: RoleKind| {
+        job.roles
+            .iter()
+            .find(|r| r.kind == k)
+            .map_or(0, |r| r.replicas)
+    };
+    for (kind, ok, rule) in [
+        (RoleKind::Ps, count(RoleKind::Ps) >= 1, "at least one"),
+        (
+            RoleKind::Worker,
+            count(RoleKind::Worker) >= 1,
+            "at least one",
+        ),
+        (RoleKind::Chief, count(RoleKind::Chief) <= 1, "at most one"),
+        (
+            RoleKind::Evaluator,
+            count(RoleKind::Evaluator) <= 1,
+            "at most one",
+        ),
+    ] {
+        if !ok {
+            return Err(Diagnostic::new(format!(
+                "--replicas: parameter-server training needs {rule} {} task",
+                kind.as_str()
+            ))
+            .hint("the same rules apply as in the definition"));
+        }
+    }
     Ok(())
+}
+
+/// Whether any task runs `python`, which then has to be there, with
+/// TensorFlow, before anything starts.
+pub fn uses_python(job: &Job) -> bool {
+    job.roles.iter().any(|r| {
+        r.command
+            .first()
+            .is_some_and(|c| c == "python" || c == "python3")
+    })
 }
 
 /// Free ports on 127.0.0.1, all held until every one is chosen so that no

@@ -67,7 +67,7 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
             }
         }
     }
-    let outcome = loop {
+    let mut outcome = loop {
         if interrupted.load(Ordering::Relaxed) {
             note("interrupted; stopping every task");
             break 130;
@@ -97,6 +97,8 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
         let until = Instant::now() + GRACE;
         while Instant::now() < until && running.iter().any(|r| r.status.is_none()) {
             if interrupted.load(Ordering::Relaxed) {
+                note("interrupted; stopping every task");
+                outcome = 130;
                 break;
             }
             thread::sleep(POLL);
