@@ -350,6 +350,29 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     ])
 }
 
+/// `deploy is up to date (17 files)`, or for several directories
+/// `deploy and build are up to date (17 and 2 files)`.
+fn up_to_date(plans: &[(Plan, String)]) -> String {
+    match plans {
+        [(plan, dir)] => format!(
+            "{dir} is up to date ({})",
+            plural(plan.changes.len(), "file")
+        ),
+        _ => {
+            let dirs: Vec<&str> = plans.iter().map(|(_, d)| d.as_str()).collect();
+            let counts: Vec<String> = plans
+                .iter()
+                .map(|(p, _)| p.changes.len().to_string())
+                .collect();
+            format!(
+                "{} are up to date ({} files)",
+                dirs.join(" and "),
+                counts.join(" and ")
+            )
+        }
+    }
+}
+
 fn summary(plan: &Plan) -> String {
     format!(
         "{} created, {} updated, {} deleted, {} unchanged",
@@ -387,29 +410,33 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let fail = fail(format);
             let dests = desired(&cwd, &inputs, &output, &fail)?;
             if check {
-                let mut stale = false;
+                let mut plans = Vec::new();
                 for d in dests {
-                    let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
-                    let dir = &d.shown;
+                    plans.push((
+                        plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?,
+                        d.shown,
+                    ));
+                }
+                if plans.iter().all(|(p, _)| p.is_noop()) {
+                    let _ = writeln!(stdout, "{}", up_to_date(&plans));
+                    return Ok(Status::Ok);
+                }
+                for (plan, dir) in &plans {
                     if plan.is_noop() {
                         let _ = writeln!(
                             stdout,
-                            "{dir} is up to date ({})",
-                            plural(plan.changes.len(), "file")
+                            "{}",
+                            up_to_date(std::slice::from_ref(&(plan.clone(), dir.clone())))
                         );
                         continue;
                     }
-                    stale = true;
-                    let _ = writeln!(stdout, "{dir} is stale: {}", summary(&plan));
+                    let _ = writeln!(stdout, "{dir} is stale: {}", summary(plan));
                     for c in plan.pending() {
                         let _ = writeln!(stdout, "{} {dir}/{}", c.op.sign(), c.path);
                     }
                 }
-                if stale {
-                    let _ = writeln!(stdout, "run `trainc build` and commit the result");
-                    return Ok(Status::Changes);
-                }
-                return Ok(Status::Ok);
+                let _ = writeln!(stdout, "run `trainc build` and commit the result");
+                return Ok(Status::Changes);
             }
             // Lock before reading the directories, in a fixed order: what is
             // planned is what is written, even with a second build racing.
@@ -433,12 +460,17 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
                 return Ok(Status::Ok);
             }
+            // Nothing to do is one line, however many directories.
+            if plans.iter().all(|(p, _)| p.is_noop()) {
+                let _ = writeln!(stdout, "{}", up_to_date(&plans));
+                return Ok(Status::Ok);
+            }
             for (plan, dir) in &plans {
                 if plan.is_noop() {
                     let _ = writeln!(
                         stdout,
-                        "{dir} is up to date ({})",
-                        plural(plan.changes.len(), "file")
+                        "{}",
+                        up_to_date(std::slice::from_ref(&(plan.clone(), dir.clone())))
                     );
                 } else {
                     let _ = writeln!(stdout, "updated {dir}: {}", summary(plan));

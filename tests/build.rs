@@ -56,7 +56,7 @@ fn rebuild_without_changes_touches_nothing() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+        "deploy and build are up to date (17 and 2 files)\n"
     );
     assert_eq!(files.len(), 19);
     for f in &files {

@@ -131,7 +131,7 @@ fn pruning_never_follows_a_symlink_out_of_the_output_directory() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+        "deploy and build are up to date (17 and 2 files)\n"
     );
     assert!(victim.exists());
     assert!(dir.path().join("deploy/ml/elsewhere").is_symlink());
@@ -158,7 +158,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
-        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+        "deploy and build are up to date (17 and 2 files)\n"
     );
 
     edit(
@@ -431,7 +431,7 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy is up to date (28 files)\nbuild is up to date (2 files)\n"
+        "deploy and build are up to date (28 and 2 files)\n"
     );
 
     // Elsewhere, the paths alone define the output.
@@ -477,6 +477,6 @@ fn a_symlink_to_the_output_among_the_sources_is_not_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy is up to date (17 files)\nbuild is up to date (2 files)\n"
+        "deploy and build are up to date (17 and 2 files)\n"
     );
 }
