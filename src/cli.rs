@@ -350,20 +350,32 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     ])
 }
 
+fn counts(plans: &[(Plan, String)]) -> Vec<(usize, &str)> {
+    plans
+        .iter()
+        .map(|(p, d)| (p.changes.len(), d.as_str()))
+        .collect()
+}
+
+/// Plans every destination; the first refusal ends it.
+fn plan_all(
+    dests: Vec<Dest>,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+) -> Result<Vec<(Plan, String)>, Failure> {
+    dests
+        .into_iter()
+        .map(|d| Ok((plan::plan(&d.dir, &d.shown, d.tree).map_err(fail)?, d.shown)))
+        .collect()
+}
+
 /// `deploy is up to date (17 files)`, or for several directories
 /// `deploy and build are up to date (17 and 2 files)`.
-fn up_to_date(plans: &[(Plan, String)]) -> String {
-    match plans {
-        [(plan, dir)] => format!(
-            "{dir} is up to date ({})",
-            plural(plan.changes.len(), "file")
-        ),
+fn up_to_date(dirs: &[(usize, &str)]) -> String {
+    match dirs {
+        [(n, dir)] => format!("{dir} is up to date ({})", plural(*n, "file")),
         _ => {
-            let dirs: Vec<&str> = plans.iter().map(|(_, d)| d.as_str()).collect();
-            let counts: Vec<String> = plans
-                .iter()
-                .map(|(p, _)| p.changes.len().to_string())
-                .collect();
+            let counts: Vec<String> = dirs.iter().map(|(n, _)| n.to_string()).collect();
+            let dirs: Vec<&str> = dirs.iter().map(|(_, d)| *d).collect();
             format!(
                 "{} are up to date ({} files)",
                 dirs.join(" and "),
@@ -410,15 +422,9 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let fail = fail(format);
             let dests = desired(&cwd, &inputs, &output, &fail)?;
             if check {
-                let mut plans = Vec::new();
-                for d in dests {
-                    plans.push((
-                        plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?,
-                        d.shown,
-                    ));
-                }
+                let plans = plan_all(dests, &fail)?;
                 if plans.iter().all(|(p, _)| p.is_noop()) {
-                    let _ = writeln!(stdout, "{}", up_to_date(&plans));
+                    let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
                     return Ok(Status::Ok);
                 }
                 for (plan, dir) in &plans {
@@ -426,7 +432,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                         let _ = writeln!(
                             stdout,
                             "{}",
-                            up_to_date(std::slice::from_ref(&(plan.clone(), dir.clone())))
+                            up_to_date(&[(plan.changes.len(), dir.as_str())])
                         );
                         continue;
                     }
@@ -445,13 +451,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
             }
             // Every plan before any write: a refusal anywhere writes nothing.
-            let mut plans = Vec::new();
-            for d in dests {
-                plans.push((
-                    plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?,
-                    d.shown,
-                ));
-            }
+            let plans = plan_all(dests, &fail)?;
             for (plan, _) in &plans {
                 plan::apply(plan).map_err(&fail)?;
             }
@@ -462,7 +462,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             }
             // Nothing to do is one line, however many directories.
             if plans.iter().all(|(p, _)| p.is_noop()) {
-                let _ = writeln!(stdout, "{}", up_to_date(&plans));
+                let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
                 return Ok(Status::Ok);
             }
             for (plan, dir) in &plans {
@@ -470,7 +470,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                     let _ = writeln!(
                         stdout,
                         "{}",
-                        up_to_date(std::slice::from_ref(&(plan.clone(), dir.clone())))
+                        up_to_date(&[(plan.changes.len(), dir.as_str())])
                     );
                 } else {
                     let _ = writeln!(stdout, "updated {dir}: {}", summary(plan));
