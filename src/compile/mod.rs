@@ -106,7 +106,7 @@ pub fn compile(job: &Job) -> Result<CompiledJob, String> {
     let mut manifests = match job.target {
         Target::Kubernetes => kubernetes::compile(job)?,
     };
-    manifests.sort_by_key(Manifest::file_name);
+    manifests.sort_by_cached_key(Manifest::file_name);
     Ok(CompiledJob {
         namespace: job.namespace.clone(),
         name: job.name.clone(),
