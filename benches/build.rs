@@ -115,6 +115,7 @@ struct Row {
     cp_sync: Vec<Duration>,
     noop: Vec<Duration>,
     check: Vec<Duration>,
+    noop_uncached: Vec<Duration>,
     peak_rss_kib: i64,
 }
 
@@ -141,16 +142,17 @@ fn sync() {
     assert!(status.success(), "sync failed: {status}");
 }
 
-/// Runs `trainc build [--check] jobs -o <out>` in `dir`; returns wall time and
-/// max RSS (KiB).
+/// Runs `trainc build [flags] jobs -o <out>` in `dir`, with the build cache
+/// in `dir`; returns wall time and max RSS (KiB).
 #[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
-fn run_trainc(dir: &Path, out: &Path, check: bool) -> (Duration, i64) {
+fn run_trainc(dir: &Path, out: &Path, flags: &[&str]) -> (Duration, i64) {
     sync();
     let start = Instant::now();
     let child = Command::new(TRAINC)
         .current_dir(dir)
+        .env("TRAINC_CACHE_DIR", dir.join("cache"))
         .arg("build")
-        .args(check.then_some("--check"))
+        .args(flags)
         .args(["jobs", "-o"])
         .arg(out)
         .stdout(Stdio::null())
@@ -223,7 +225,7 @@ fn bench_on(label: String, root: &Path, args: &Args) -> Row {
     for run in 0..args.runs {
         let out = dir.join(format!("out-{run}"));
         fs::create_dir(&out).expect("cannot create an output directory");
-        let (elapsed, rss) = run_trainc(dir, &out, false);
+        let (elapsed, rss) = run_trainc(dir, &out, &[]);
         build.push(elapsed);
         peak_rss_kib = peak_rss_kib.max(rss);
         if run > 0 {
@@ -232,13 +234,17 @@ fn bench_on(label: String, root: &Path, args: &Args) -> Row {
     }
     let files = count_files(&source);
 
-    // Nothing changed since: both must find every file current.
-    let noop: Vec<Duration> = (0..args.runs)
-        .map(|_| run_trainc(dir, &source, false).0)
-        .collect();
-    let check: Vec<Duration> = (0..args.runs)
-        .map(|_| run_trainc(dir, &source, true).0)
-        .collect();
+    // Nothing changed since: each must find every file current. The first
+    // cached run may hash the files written just before the record was
+    // taken (see src/cache/snapshot.rs), so it is timed with the rest.
+    let times = |flags: &[&str]| -> Vec<Duration> {
+        (0..args.runs)
+            .map(|_| run_trainc(dir, &source, flags).0)
+            .collect()
+    };
+    let noop = times(&[]);
+    let check = times(&["--check"]);
+    let noop_uncached = times(&["--no-cache"]);
 
     let mut cp = Vec::new();
     let mut cp_sync = Vec::new();
@@ -266,6 +272,7 @@ fn bench_on(label: String, root: &Path, args: &Args) -> Row {
         cp_sync,
         noop,
         check,
+        noop_uncached,
         peak_rss_kib,
     }
 }
@@ -306,7 +313,7 @@ fn main() {
         args.jobs, args.ps, args.workers, args.runs
     );
     println!(
-        "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
+        "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>9} {:>9} {:>8}",
         "filesystem",
         "files",
         "build med",
@@ -316,7 +323,9 @@ fn main() {
         "cp+sync",
         "build/cp",
         "no-op",
+        "no-op/bld",
         "--check",
+        "uncached",
         "RSS MiB"
     );
     for row in &rows {
@@ -324,7 +333,7 @@ fn main() {
         let min = row.build.iter().min().copied().unwrap_or_default();
         let max = row.build.iter().max().copied().unwrap_or_default();
         println!(
-            "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8.1}x {:>8} {:>9} {:>8.1}",
+            "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8.1}x {:>8} {:>9.2}x {:>9} {:>9} {:>8.1}",
             row.label,
             row.files,
             ms(build),
@@ -334,12 +343,14 @@ fn main() {
             ms(median(&row.cp_sync)),
             build.as_secs_f64() / cp.as_secs_f64(),
             ms(median(&row.noop)),
+            median(&row.noop).as_secs_f64() / build.as_secs_f64(),
             ms(median(&row.check)),
+            ms(median(&row.noop_uncached)),
             row.peak_rss_kib as f64 / 1024.0,
         );
     }
     println!(
-        "no-op: `trainc build` again with nothing changed; --check: `trainc build --check` of the same tree"
+        "no-op: `trainc build` again with nothing changed, answered by the build cache; --check: `trainc build --check` of the same tree; uncached: `trainc build --no-cache`, which compiles and compares every file"
     );
     println!("RSS MiB: peak max RSS of the trainc process over all runs (wait4)");
 }

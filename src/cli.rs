@@ -11,7 +11,7 @@ use crate::load::project::Project;
 use crate::model::job::RoleKind;
 use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
-use crate::{diff, init, pipeline};
+use crate::{cache, diff, init, pipeline};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,6 +100,13 @@ pub enum Command {
         /// Write nothing; exit 1 if the output directory is stale.
         #[arg(long)]
         check: bool,
+        /// Compile and compare every file even when the build cache says
+        /// nothing changed, and leave the cache alone.
+        #[arg(long)]
+        no_cache: bool,
+        /// Say on stderr whether the build cache was used, and if not, why.
+        #[arg(short, long)]
+        verbose: bool,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -255,16 +262,20 @@ struct Dest {
     tree: crate::emit::Tree,
 }
 
-/// Everything up to, not including, touching the output directories: the
-/// same for `build`, `build --check` and `diff`. The manifests come first;
-/// build specs follow when the project's output is built (or
-/// `--build-output` is given) and there are any, or were.
-fn desired(
+/// Where a build reads and writes, resolved from the project and the
+/// arguments, with the guards that keep it from pruning what it should not.
+struct Targets {
+    project: Project,
+    /// The build-spec directory, when this build writes one.
+    build_output: Option<PathBuf>,
+}
+
+fn targets(
     cwd: &Path,
     inputs: &Inputs,
     output: &Output,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<Vec<Dest>, Failure> {
+) -> Result<Targets, Failure> {
     let mut project = Project::discover(cwd, inputs.project.as_deref()).map_err(fail)?;
     let own_output = project.output.clone();
     if let Some(o) = &output.output {
@@ -294,19 +305,47 @@ fn desired(
                 .hint("each directory is pruned on its own; pass directories side by side"),
         ]));
     }
-    let (manifests, builds) =
-        pipeline::desired(&project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
+    Ok(Targets {
+        project,
+        build_output,
+    })
+}
+
+/// Everything up to, not including, touching the output directories: the
+/// same for `build`, `build --check` and `diff`. The manifests come first;
+/// build specs follow when the project's output is built (or
+/// `--build-output` is given) and there are any, or were. `validated` sees
+/// the jobs once they are valid.
+fn desired(
+    cwd: &Path,
+    inputs: &Inputs,
+    targets: &Targets,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+    validated: impl FnOnce(&[crate::model::Job]),
+) -> Result<Vec<Dest>, Failure> {
+    let Targets {
+        project,
+        build_output,
+    } = targets;
+    let (manifests, builds) = pipeline::desired(
+        project,
+        cwd,
+        &inputs.paths,
+        build_output.as_deref(),
+        validated,
+    )
+    .map_err(fail)?;
     let mut dests = vec![Dest {
         shown: shown(cwd, &project.output),
-        dir: project.output,
+        dir: project.output.clone(),
         tree: manifests,
     }];
     if let Some(dir) = build_output
         && (!builds.is_empty() || dir.is_dir())
     {
         dests.push(Dest {
-            shown: shown(cwd, &dir),
-            dir,
+            shown: shown(cwd, dir),
+            dir: dir.clone(),
             tree: builds,
         });
     }
@@ -417,13 +456,63 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             inputs,
             output,
             check,
+            no_cache,
+            verbose,
             format,
         } => {
             let fail = fail(format);
-            let dests = desired(&cwd, &inputs, &output, &fail)?;
+            let targets = targets(&cwd, &inputs, &output, &fail)?;
+            let req = cache::Request {
+                cwd: &cwd,
+                project: &targets.project,
+                paths: &inputs.paths,
+                build_output: targets.build_output.as_deref(),
+            };
+            let cache = if no_cache {
+                None
+            } else {
+                cache::Cache::open(&req)
+            };
+            // Hashed before the build reads anything; see `Cache::save`.
+            let mut hashed = cache.as_ref().map(|c| c.inputs(&req)).unwrap_or_default();
+            let fresh = match &cache {
+                Some(c) => c.fresh(&req, &hashed),
+                None if no_cache => Err("--no-cache".to_owned()),
+                None => Err("no cache directory: set TRAINC_CACHE_DIR or HOME".to_owned()),
+            };
+            if verbose {
+                match &fresh {
+                    Ok(_) => eprintln!("cache: the output is as the last build left it"),
+                    Err(why) => eprintln!("cache: compiling, because {why}"),
+                }
+            }
+            if let Ok(dests) = fresh {
+                if format == Format::Json {
+                    let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+                } else {
+                    let dirs: Vec<(usize, String)> =
+                        dests.iter().map(|(d, n)| (*n, shown(&cwd, d))).collect();
+                    let dirs: Vec<(usize, &str)> =
+                        dirs.iter().map(|(n, d)| (*n, d.as_str())).collect();
+                    let _ = writeln!(stdout, "{}", up_to_date(&dirs));
+                }
+                return Ok(Status::Ok);
+            }
+            let dests = desired(&cwd, &inputs, &targets, &fail, |jobs| {
+                if cache.is_some() {
+                    hashed.set_contexts(req.contexts(jobs));
+                }
+            })?;
             if check {
                 let plans = plan_all(dests, &fail)?;
                 if plans.iter().all(|(p, _)| p.is_noop()) {
+                    if let Some(c) = &cache {
+                        c.save(
+                            &req,
+                            hashed,
+                            &plans.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+                        );
+                    }
                     let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
                     return Ok(Status::Ok);
                 }
@@ -454,6 +543,14 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let plans = plan_all(dests, &fail)?;
             for (plan, _) in &plans {
                 plan::apply(plan).map_err(&fail)?;
+            }
+            // Still locked: the snapshot is of this build's output.
+            if let Some(c) = &cache {
+                c.save(
+                    &req,
+                    hashed,
+                    &plans.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+                );
             }
             drop(locks);
             if format == Format::Json {
@@ -491,7 +588,8 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             });
             let mut reports = Vec::new();
             let mut noop = true;
-            for d in desired(&cwd, &inputs, &output, &fail)? {
+            let targets = targets(&cwd, &inputs, &output, &fail)?;
+            for d in desired(&cwd, &inputs, &targets, &fail, |_| {})? {
                 let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
                 noop &= plan.is_noop();
                 reports.push(diff::report(&plan, &d.shown));

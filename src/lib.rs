@@ -2,13 +2,15 @@
 //!
 //! The pipeline, one module per stage: [`load`] → [`validate`] → [`compile`] →
 //! [`emit`] → [`plan`]. [`pipeline`] wires them together and [`cli`] maps
-//! commands and exit codes onto it.
+//! commands and exit codes onto it; [`cache`] lets a build skip them all when
+//! nothing changed.
 
 // Diagnostics travel in `Err` on the cold path only; boxing them would add an
 // allocation and noise at every call site for no measurable gain.
 #![allow(clippy::result_large_err)]
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;

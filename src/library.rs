@@ -88,7 +88,7 @@ impl Library {
                     .hint("create it, or remove `library` from trainc.yaml to use the built-in presets and templates"),
                 ]);
             }
-            for (sub, ext) in [("presets", Some("yaml")), ("templates", None)] {
+            for (sub, ext) in [(PRESETS_DIR, Some("yaml")), (TEMPLATES_DIR, None)] {
                 for path in files(&dir.join(sub)) {
                     let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
                     else {
@@ -139,6 +139,17 @@ impl Library {
     pub fn template(&self, name: &str) -> Option<&str> {
         self.templates.get(name).map(String::as_str)
     }
+}
+
+const PRESETS_DIR: &str = "presets";
+const TEMPLATES_DIR: &str = "templates";
+
+/// Every file a project library directory can override the built-in one
+/// with: what [`Library::load`] reads.
+pub fn override_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = files(&dir.join(PRESETS_DIR));
+    out.extend(files(&dir.join(TEMPLATES_DIR)));
+    out
 }
 
 /// Regular files directly in `dir`, sorted; none when it is missing.

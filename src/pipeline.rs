@@ -99,24 +99,36 @@ pub fn images(
     build_output: &Path,
 ) -> Result<Tree, Vec<Diagnostic>> {
     let library = project.library()?;
-    // What trainc writes must not be part of what it hashes.
-    let generated = [
+    crate::image::prepare(
+        jobs,
+        &library,
+        &project.root,
+        build_output,
+        &generated(project, build_output),
+    )
+}
+
+/// The directories trainc writes: never part of what it hashes.
+pub fn generated<'a>(project: &'a Project, build_output: &'a Path) -> [&'a Path; 3] {
+    [
         project.output.as_path(),
         project.build_output.as_path(),
         build_output,
-    ];
-    crate::image::prepare(jobs, &library, &project.root, build_output, &generated)
+    ]
 }
 
 /// The manifest tree and the build-spec tree (empty without `build_output`
-/// or without jobs that build an image).
+/// or without jobs that build an image). `validated` sees the jobs once they
+/// are valid, before their build contexts are read.
 pub fn desired(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
     build_output: Option<&Path>,
+    validated: impl FnOnce(&[Job]),
 ) -> Result<(Tree, Tree), Vec<Diagnostic>> {
     let mut jobs = check(project, cwd, paths)?;
+    validated(&jobs);
     let builds = images(
         project,
         &mut jobs,

@@ -12,11 +12,61 @@ use super::dockerignore::DockerIgnore;
 /// context's `.dockerignore` keeps: relative path, executable bit and bytes,
 /// in sorted path order. No mtimes, owners or absolute paths, so the same
 /// inputs give the same tag on any machine.
-///
-/// A context must leave out (by `.dockerignore`) the `generated`
-/// directories and `.git`: they change whenever the tag does, or with every
-/// commit, and the tag would never settle.
 pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<String, String> {
+    let mut h = Sha256::new();
+    field(&mut h, b"Dockerfile");
+    field(&mut h, dockerfile);
+    let mut count = 0usize;
+    visit(context, generated, |rel, path, ignored| {
+        if ignored {
+            return Ok(());
+        }
+        let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        field(&mut h, rel.as_bytes());
+        field(&mut h, if executable(path) { b"x" } else { b"-" });
+        field(&mut h, &bytes);
+        count += 1;
+        Ok(())
+    })?;
+    field(&mut h, count.to_string().as_bytes());
+    Ok(hex(&h.finalize()))
+}
+
+/// Everything about `context` that a build can observe: the `.dockerignore`,
+/// what [`hash`] reads, and the paths of the ignored files too (validation
+/// asks whether an entry point exists, ignored or not). Equal fingerprints
+/// mean equal tags and equal validation results, so the build cache
+/// ([`crate::cache`]) can skip a context that did not change.
+pub fn fingerprint(context: &Path, generated: &[&Path]) -> Result<String, String> {
+    let mut h = Sha256::new();
+    match fs::read(context.join(".dockerignore")) {
+        Ok(bytes) => field(&mut h, &bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(&mut h, b"-"),
+        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
+    }
+    visit(context, generated, |rel, path, ignored| {
+        field(&mut h, rel.as_bytes());
+        if ignored {
+            field(&mut h, b"i");
+        } else {
+            let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+            field(&mut h, if executable(path) { b"x" } else { b"-" });
+            field(&mut h, &bytes);
+        }
+        Ok(())
+    })?;
+    Ok(hex(&h.finalize()))
+}
+
+/// Calls `each(relative path, path, ignored)` for every file of `context`,
+/// in sorted path order. A context must leave out (by `.dockerignore`) the
+/// `generated` directories and `.git`: they change whenever the tag does, or
+/// with every commit, and the tag would never settle.
+fn visit(
+    context: &Path,
+    generated: &[&Path],
+    mut each: impl FnMut(&str, &Path, bool) -> Result<(), String>,
+) -> Result<(), String> {
     let generated: Vec<std::path::PathBuf> = generated
         .iter()
         .filter_map(|g| g.canonicalize().ok())
@@ -32,11 +82,7 @@ pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<St
         }
         Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
     };
-    let mut h = Sha256::new();
-    field(&mut h, b"Dockerfile");
-    field(&mut h, dockerfile);
-    let mut count = 0usize;
-    // Symlinks are hashed as the file they point to, as the builder copies it.
+    // Symlinks are visited as the file they point to, as the builder copies it.
     for entry in walkdir::WalkDir::new(context)
         .follow_links(true)
         .sort_by_file_name()
@@ -55,6 +101,7 @@ pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<St
             .collect::<Vec<_>>()
             .join("/");
         if ignore.excludes(&rel) {
+            each(&rel, entry.path(), true)?;
             continue;
         }
         let unstable = rel == ".git"
@@ -68,14 +115,13 @@ pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<St
                 "the build context includes `{top}/`, which changes with every commit or build; add `{top}/` to the context's .dockerignore"
             ));
         }
-        let bytes = fs::read(entry.path()).map_err(|e| format!("cannot read {rel}: {e}"))?;
-        field(&mut h, rel.as_bytes());
-        field(&mut h, if executable(entry.path()) { b"x" } else { b"-" });
-        field(&mut h, &bytes);
-        count += 1;
+        each(&rel, entry.path(), false)?;
     }
-    field(&mut h, count.to_string().as_bytes());
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Length-prefixed, so no two different inputs give the same byte stream.

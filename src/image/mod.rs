@@ -21,6 +21,7 @@ use crate::load;
 use crate::model::Job;
 
 pub use bake::BAKE_FILE;
+pub use context::fingerprint as context_fingerprint;
 
 /// Hex digits of the content hash in image tags.
 pub const TAG_LEN: usize = 12;

@@ -27,6 +27,8 @@ pub struct Project {
     /// templates by name.
     pub library: Option<PathBuf>,
     pub defaults: Defaults,
+    /// The project file as read, for the build cache's key.
+    pub text: Option<String>,
 }
 
 impl Project {
@@ -46,6 +48,7 @@ impl Project {
                 build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
                 library: None,
                 defaults: Defaults::default(),
+                text: None,
             });
         };
         let root = file
@@ -92,6 +95,7 @@ impl Project {
             build_output,
             library,
             defaults: pf.defaults,
+            text: Some(source.text.clone()),
         })
     }
 }

@@ -5,8 +5,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The binary, with a build cache of its own under target/, never the
+/// user's.
 pub fn trainc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_trainc"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trainc"));
+    c.env("TRAINC_CACHE_DIR", cache_dir());
+    c
+}
+
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache")
 }
 
 pub fn root() -> PathBuf {
