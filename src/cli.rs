@@ -469,17 +469,17 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 build_output: targets.build_output.as_deref(),
             };
             let cache = if no_cache {
-                None
+                Err("of --no-cache")
             } else {
                 cache::Cache::open(&req)
             };
             // Hashed before the build reads anything; see `Cache::save`.
             let mut hashed = cache.as_ref().map(|c| c.inputs(&req)).unwrap_or_default();
             let fresh = match &cache {
-                Some(c) => c.fresh(&req, &hashed),
-                None if no_cache => Err("--no-cache".to_owned()),
-                None => Err("no cache directory: set TRAINC_CACHE_DIR or HOME".to_owned()),
+                Ok(c) => c.fresh(&req, &hashed),
+                Err(why) => Err((*why).to_owned()),
             };
+            let cache = cache.ok();
             if verbose {
                 match &fresh {
                     Ok(_) => eprintln!("cache: the output is as the last build left it"),
@@ -487,7 +487,8 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 }
             }
             if let Ok(dests) = fresh {
-                if format == Format::Json {
+                // As the full path below: `--check` prints status lines even in JSON.
+                if format == Format::Json && !check {
                     let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
                 } else {
                     let dirs: Vec<(usize, String)> =

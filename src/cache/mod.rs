@@ -66,10 +66,10 @@ impl Inputs {
 }
 
 impl Cache {
-    /// The cache for `req`, or `None` when there is no cache directory.
-    pub fn open(req: &Request) -> Option<Self> {
+    /// The cache for `req`, or why there is none.
+    pub fn open(req: &Request) -> Result<Self, &'static str> {
         let dir = cache_dir()?;
-        Some(Self {
+        Ok(Self {
             file: dir.join("builds").join(format!("{}.json", req.location())),
         })
     }
@@ -205,18 +205,21 @@ impl Cache {
     }
 }
 
-/// `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
-/// `~/.cache/trainc`; none when the chosen variable is empty.
-fn cache_dir() -> Option<PathBuf> {
+/// `$TRAINC_CACHE_DIR` (empty: no cache), else `$XDG_CACHE_HOME/trainc`,
+/// else `~/.cache/trainc`.
+fn cache_dir() -> Result<PathBuf, &'static str> {
     let var = |name| std::env::var_os(name).map(PathBuf::from);
-    let dir = match var("TRAINC_CACHE_DIR") {
-        Some(d) => d,
+    match var("TRAINC_CACHE_DIR") {
+        Some(d) if d.as_os_str().is_empty() => Err("TRAINC_CACHE_DIR is empty, which turns it off"),
+        Some(d) => Ok(d),
         None => match var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
-            Some(d) => d.join("trainc"),
-            None => var("HOME")?.join(".cache/trainc"),
+            Some(d) => Ok(d.join("trainc")),
+            None => var("HOME")
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(".cache/trainc"))
+                .ok_or("there is no cache directory: set TRAINC_CACHE_DIR or HOME"),
         },
-    };
-    (!dir.as_os_str().is_empty()).then_some(dir)
+    }
 }
 
 /// Marks the cache directory for backup tools (the CACHEDIR.TAG convention).

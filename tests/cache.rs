@@ -1,0 +1,391 @@
+//! The build cache: a no-op build that compiles nothing, and never a
+//! different answer than a build without it.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use common::{read_tree, scratch_example, stderr, stdout};
+
+/// The mnist project, built once with a cache of its own.
+struct Project {
+    dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+impl Project {
+    fn built() -> Self {
+        let p = Self {
+            dir: scratch_example("mnist"),
+            cache: tempfile::tempdir().expect("tempdir"),
+        };
+        let o = p.run(&["build", "-v"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "cache: compiling, because no record of an earlier build\n"
+        );
+        p
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        common::trainc()
+            .current_dir(self.path())
+            .env("TRAINC_CACHE_DIR", self.cache.path())
+            .args(args)
+            .output()
+            .expect("trainc runs")
+    }
+
+    fn records(&self) -> Vec<PathBuf> {
+        let dir = self.cache.path().join("builds");
+        let mut out: Vec<PathBuf> = fs::read_dir(dir)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// `build --check -v`, with and without the cache: the exit codes and
+    /// reports must agree. Returns the cached run.
+    fn check_agrees(&self) -> Output {
+        let cached = self.run(&["build", "--check", "-v"]);
+        let uncached = self.run(&["build", "--check", "--no-cache"]);
+        assert_eq!(
+            cached.status.code(),
+            uncached.status.code(),
+            "{}",
+            stderr(&cached)
+        );
+        assert_eq!(stdout(&cached), stdout(&uncached));
+        cached
+    }
+
+    fn edit(&self, file: &str, from: &str, to: &str) {
+        let path = self.path().join(file);
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{from} in {file}");
+        fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    }
+}
+
+const HIT: &str = "cache: the output is as the last build left it\n";
+
+fn mtimes(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .map(|e| {
+            let e = e.expect("walk");
+            (
+                e.path().to_path_buf(),
+                e.metadata().expect("stat").modified().expect("mtime"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_build_is_answered_by_the_cache_and_writes_nothing() {
+    let p = Project::built();
+    assert_eq!(p.records().len(), 1);
+    let before = (
+        mtimes(&p.path().join("deploy")),
+        mtimes(&p.path().join("build")),
+    );
+    for args in [&["build", "-v"][..], &["build", "--check", "-v"]] {
+        let o = p.run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            "deploy and build are up to date (17 and 2 files)\n"
+        );
+        assert_eq!(stderr(&o), HIT, "{args:?}");
+    }
+    // The same output as a build without the cache, in every format.
+    for args in [
+        &["build", "--format", "json"][..],
+        &["build", "--check", "--format", "json"],
+    ] {
+        let uncached = p.run(&[args, &["--no-cache"]].concat());
+        assert_eq!(stdout(&p.run(args)), stdout(&uncached), "{args:?}");
+    }
+    let after = (
+        mtimes(&p.path().join("deploy")),
+        mtimes(&p.path().join("build")),
+    );
+    assert_eq!(before, after);
+
+    // Without the cache: the same answer, by compiling, and no record.
+    let o = p.run(&["build", "--no-cache", "-v"]);
+    assert_eq!(
+        stdout(&o),
+        "deploy and build are up to date (17 and 2 files)\n"
+    );
+    assert_eq!(stderr(&o), "cache: compiling, because of --no-cache\n");
+}
+
+/// Every kind of input change is seen, and each answer is the one a build
+/// without the cache gives.
+#[test]
+fn every_input_is_part_of_the_key() {
+    let p = Project::built();
+    let changes: [(&str, &dyn Fn(&Project), &str); 5] = [
+        (
+            "a hyperparameter",
+            &|p| {
+                p.edit(
+                    "jobs/mnist.yaml",
+                    "learning_rate: 0.001",
+                    "learning_rate: 0.01",
+                )
+            },
+            "cache: compiling, because the definitions, project, library or trainc changed\n",
+        ),
+        (
+            "the project's defaults",
+            &|p| {
+                p.edit(
+                    "trainc.yaml",
+                    "namespace: ml",
+                    "namespace: ml\n  labels: {team: vision}",
+                )
+            },
+            "cache: compiling, because the definitions, project, library or trainc changed\n",
+        ),
+        (
+            "a new definition file",
+            &|p| {
+                fs::copy(
+                    common::example("mnist-cpu").join("jobs/mnist-cpu.yaml"),
+                    p.path().join("jobs/mnist-cpu.yaml"),
+                )
+                .map(drop)
+                .expect("copy");
+            },
+            "cache: compiling, because the definitions, project, library or trainc changed\n",
+        ),
+        (
+            "the training code",
+            &|p| p.edit("train/mnist.py", "import", "import os  # noqa\nimport"),
+            "cache: compiling, because a build context changed\n",
+        ),
+        (
+            "a library override",
+            &|p| {
+                p.edit(
+                    "trainc.yaml",
+                    "output: deploy",
+                    "output: deploy\nlibrary: lib",
+                );
+                fs::create_dir_all(p.path().join("lib/templates")).expect("mkdir");
+                let builtin = common::root().join("library/templates/Dockerfile.j2");
+                let text = fs::read_to_string(builtin).expect("read");
+                fs::write(
+                    p.path().join("lib/templates/Dockerfile.j2"),
+                    text.replacen("\n", "\n# our base image policy\n", 1),
+                )
+                .expect("write");
+            },
+            "cache: compiling, because the definitions, project, library or trainc changed\n",
+        ),
+    ];
+    for (what, change, why) in changes {
+        change(&p);
+        let o = p.check_agrees();
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stdout(&o));
+        assert_eq!(stderr(&o), why, "{what}");
+        let o = p.run(&["build"]);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        let o = p.check_agrees();
+        assert_eq!(o.status.code(), Some(0), "{what}");
+        assert_eq!(stderr(&o), HIT, "{what}");
+    }
+}
+
+/// The bytes of a file the context ignores are not part of the key. A new
+/// ignored file changes nothing either, but the cache cannot know that
+/// without validating (an entry point may be ignored and still required): it
+/// compiles, and finds the output current.
+#[test]
+fn ignored_context_files_keep_the_output_current() {
+    let p = Project::built();
+    fs::write(p.path().join("train/README.md"), "notes\n").expect("write");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), HIT);
+    fs::create_dir(p.path().join("train/__pycache__")).expect("mkdir");
+    fs::write(p.path().join("train/__pycache__/mnist.pyc"), "").expect("write");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because a build context changed\n"
+    );
+    assert_eq!(p.check_agrees().status.code(), Some(0));
+}
+
+#[test]
+fn a_reverted_edit_is_rebuilt_to_the_original() {
+    let p = Project::built();
+    let original = read_tree(&p.path().join("deploy"));
+    p.edit(
+        "jobs/mnist.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    assert!(p.run(&["build"]).status.success());
+    assert_ne!(read_tree(&p.path().join("deploy")), original);
+    p.edit(
+        "jobs/mnist.yaml",
+        "learning_rate: 0.01",
+        "learning_rate: 0.001",
+    );
+    let o = p.run(&["build", "-v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("updated deploy:"), "{}", stdout(&o));
+    assert_eq!(read_tree(&p.path().join("deploy")), original);
+}
+
+/// Changes to the output are found however they are made: the same bytes
+/// count with any timestamps, other bytes with any timestamps do not.
+#[test]
+fn output_edits_are_seen_even_with_size_and_mtime_kept() {
+    let p = Project::built();
+    let file = p.path().join("deploy/ml/mnist/kustomization.yaml");
+    let old = fs::read_to_string(&file).expect("read");
+    let mtime = fs::metadata(&file)
+        .expect("stat")
+        .modified()
+        .expect("mtime");
+
+    // Same size, same mtime, other bytes: only the ctime tells.
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(&file, old.replacen("ml", "mL", 1)).expect("write");
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_modified(mtime))
+        .expect("set mtime");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because deploy changed since the last build: ml/mnist/kustomization.yaml was edited\n"
+    );
+
+    // The same bytes again, written anew: current, and the record is
+    // refreshed so the next check need not hash the file.
+    fs::write(&file, &old).expect("write");
+    for _ in 0..2 {
+        let o = p.check_agrees();
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(stderr(&o), HIT);
+    }
+
+    // A generated file that would be pruned, a hand-written one, a missing
+    // one, a symlink: each is a difference.
+    let stray = p.path().join("deploy/ml/old.yaml");
+    fs::write(&stray, "# Code generated by trainc. DO NOT EDIT.\n").expect("write");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with("ml/old.yaml is new\n"),
+        "{}",
+        stderr(&o)
+    );
+    fs::remove_file(&stray).expect("rm");
+
+    fs::write(p.path().join("deploy/NOTES.md"), "ours\n").expect("write");
+    assert_eq!(p.check_agrees().status.code(), Some(0));
+    assert!(p.run(&["build"]).status.success());
+    assert_eq!(
+        stderr(&p.check_agrees()),
+        HIT,
+        "the note is in the new record"
+    );
+
+    fs::remove_file(&file).expect("rm");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with("ml/mnist/kustomization.yaml is gone\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(p.run(&["build"]).status.success());
+
+    let dir = p.path().join("deploy/ml/mnist");
+    let moved = p.path().join("elsewhere");
+    fs::rename(&dir, &moved).expect("mv");
+    std::os::unix::fs::symlink(&moved, &dir).expect("symlink");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_broken_or_unwritable_cache_never_fails_a_build() {
+    let p = Project::built();
+    let [record] = p.records().try_into().expect("one record");
+    fs::write(&record, "{not json").expect("write");
+    let o = p.run(&["build", "-v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because the record is from another version of trainc\n"
+    );
+    assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+
+    // A cache directory that cannot be created: builds work, uncached.
+    let file = p.cache.path().join("a-file");
+    fs::write(&file, "").expect("write");
+    for _ in 0..2 {
+        let o = common::trainc()
+            .current_dir(p.path())
+            .env("TRAINC_CACHE_DIR", file.join("cache"))
+            .args(["build", "-v"])
+            .output()
+            .expect("trainc runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            stdout(&o),
+            "deploy and build are up to date (17 and 2 files)\n"
+        );
+        assert_eq!(
+            stderr(&o),
+            "cache: compiling, because no record of an earlier build\n"
+        );
+    }
+
+    // An empty TRAINC_CACHE_DIR turns the cache off.
+    let o = common::trainc()
+        .current_dir(p.path())
+        .env("TRAINC_CACHE_DIR", "")
+        .args(["build", "-v"])
+        .output()
+        .expect("trainc runs");
+    assert!(o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because TRAINC_CACHE_DIR is empty, which turns it off\n"
+    );
+}
+
+/// `-o` elsewhere and the project's own output are separate records.
+#[test]
+fn each_output_directory_has_its_own_record() {
+    let p = Project::built();
+    assert!(p.run(&["build", "-o", "other"]).status.success());
+    assert_eq!(p.records().len(), 2);
+    assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+    let o = p.run(&["build", "-o", "other", "-v"]);
+    assert_eq!(stdout(&o), "other is up to date (17 files)\n");
+    assert_eq!(stderr(&o), HIT);
+}
