@@ -132,12 +132,15 @@ fn a_second_build_is_answered_by_the_cache_and_writes_nothing() {
     assert_eq!(stderr(&o), "cache: compiling, because of --no-cache\n");
 }
 
+/// What is changed, how, and what `build -v` says.
+type Change<'a> = (&'a str, &'a dyn Fn(&Project), &'a str);
+
 /// Every kind of input change is seen, and each answer is the one a build
 /// without the cache gives.
 #[test]
 fn every_input_is_part_of_the_key() {
     let p = Project::built();
-    let changes: [(&str, &dyn Fn(&Project), &str); 5] = [
+    let changes: [Change; 5] = [
         (
             "a hyperparameter",
             &|p| {
