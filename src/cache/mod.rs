@@ -55,6 +55,8 @@ pub struct Cache {
 pub struct Inputs {
     key: Option<String>,
     contexts: Option<Vec<(PathBuf, String)>>,
+    /// When the build started (see [`snapshot::mark`]).
+    started: i128,
 }
 
 impl Inputs {
@@ -77,6 +79,7 @@ impl Cache {
     /// Hashes the inputs. Call before the build reads them.
     pub fn inputs(&self, req: &Request) -> Inputs {
         Inputs {
+            started: snapshot::mark(),
             key: req.key(),
             contexts: None,
         }
@@ -156,7 +159,11 @@ impl Cache {
                 (p.root.as_path(), files)
             })
             .collect();
-        let mark = snapshot::mark();
+        // Racy from the start of the build, not from now: a file that
+        // another program changed after the plan compared it must not be
+        // vouched for by the signature it has now. The files this build
+        // wrote are hashed once by the next check, which then settles them.
+        let mark = inputs.started;
         let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);

@@ -7,9 +7,12 @@
 //! - the signature has the inode, size, mode, mtime and ctime; replacing a
 //!   file (as editors, `git checkout` and trainc do) changes the inode, and
 //!   writing one in place changes its ctime, which no tool can set back;
-//! - a file written in the same clock tick as the snapshot could change again
-//!   without its times moving. Such a "racy" entry is marked, and its bytes
-//!   are hashed the next time; the record is then refreshed.
+//! - a file changed after the build started (the build's own writes, or
+//!   another program's while the build compared) is not vouched for by the
+//!   signature it has when the snapshot is taken, and one written within a
+//!   clock tick of that could change again without its times moving. Such a
+//!   "racy" entry is marked, and its bytes are hashed the next time; the
+//!   record is then refreshed.
 
 use std::fs;
 use std::io;
@@ -76,8 +79,9 @@ impl Sig {
         }
     }
 
-    /// Whether a change made after `mark` could have left this signature as
-    /// it is. File systems stamp times from a coarse clock (a few
+    /// Whether this signature may not vouch for the bytes: the file changed
+    /// after `mark`, or so close before it that a later change could leave
+    /// the times as they are. File systems stamp times from a coarse clock (a few
     /// milliseconds); those with whole-second times (FAT has two) show no
     /// nanoseconds.
     fn racy(&self, mark: i128) -> bool {
@@ -87,8 +91,8 @@ impl Sig {
     }
 }
 
-/// Now, in nanoseconds since the epoch: taken before a walk, so that every
-/// change during or after it counts as racy.
+/// Now, in nanoseconds since the epoch: taken before the files are looked
+/// at, so that every change during or after that counts as racy.
 pub fn mark() -> i128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
