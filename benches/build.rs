@@ -1,6 +1,7 @@
 //! Wall time and peak memory of `trainc build` over many generated jobs, next
 //! to `cp -r` of the same output tree: the floor for writing those files. Also
-//! a no-op rebuild and `build --check` of the finished tree.
+//! a no-op rebuild and `build --check` of the finished tree, which must leave
+//! every file as it was.
 //!
 //! trainc flushes its writes (`syncfs`) and `cp` does not, so the floor is
 //! given both ways: `cp -r`, and `cp -r` followed by `sync`. Every timed run
@@ -185,6 +186,33 @@ fn run_trainc(dir: &Path, out: &Path, flags: &[&str]) -> (Duration, i64) {
     (elapsed, usage.ru_maxrss) // KiB on Linux
 }
 
+/// Every entry below `dir` with its inode, mtime and ctime: equal before and
+/// after only if nothing was written, renamed or deleted.
+fn stamps(dir: &Path) -> Vec<(PathBuf, u64, i64, i64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).expect("cannot read the output tree") {
+            let path = entry.expect("cannot read an output entry").path();
+            let m = fs::symlink_metadata(&path).expect("cannot stat an output entry");
+            if m.is_dir() {
+                stack.push(path.clone());
+            }
+            out.push((
+                path,
+                m.ino(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
 fn count_files(dir: &Path) -> usize {
     fs::read_dir(dir)
         .expect("cannot read the output tree")
@@ -242,9 +270,14 @@ fn bench_on(label: String, root: &Path, args: &Args) -> Row {
             .map(|_| run_trainc(dir, &source, flags).0)
             .collect()
     };
+    let before = stamps(&source);
     let noop = times(&[]);
     let check = times(&["--check"]);
     let noop_uncached = times(&["--no-cache"]);
+    assert!(
+        stamps(&source) == before,
+        "a no-op build or a check wrote, renamed or deleted a file"
+    );
 
     let mut cp = Vec::new();
     let mut cp_sync = Vec::new();
