@@ -314,42 +314,35 @@ fn targets(
 /// Everything up to, not including, touching the output directories: the
 /// same for `build`, `build --check` and `diff`. The manifests come first;
 /// build specs follow when the project's output is built (or
-/// `--build-output` is given) and there are any, or were. `validated` sees
-/// the jobs once they are valid.
+/// `--build-output` is given) and there are any, or were. Also returns what
+/// was read, for the build cache.
 fn desired(
     cwd: &Path,
     inputs: &Inputs,
     targets: &Targets,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-    validated: impl FnOnce(&[crate::model::Job]),
-) -> Result<Vec<Dest>, Failure> {
+) -> Result<(Vec<Dest>, pipeline::Read), Failure> {
     let Targets {
         project,
         build_output,
     } = targets;
-    let (manifests, builds) = pipeline::desired(
-        project,
-        cwd,
-        &inputs.paths,
-        build_output.as_deref(),
-        validated,
-    )
-    .map_err(fail)?;
+    let compiled =
+        pipeline::desired(project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
     let mut dests = vec![Dest {
         shown: shown(cwd, &project.output),
         dir: project.output.clone(),
-        tree: manifests,
+        tree: compiled.manifests,
     }];
     if let Some(dir) = build_output
-        && (!builds.is_empty() || dir.is_dir())
+        && (!compiled.builds.is_empty() || dir.is_dir())
     {
         dests.push(Dest {
             shown: shown(cwd, dir),
             dir: dir.clone(),
-            tree: builds,
+            tree: compiled.builds,
         });
     }
-    Ok(dests)
+    Ok((dests, compiled.read))
 }
 
 /// The output directory is a function of all its inputs: building some of a
@@ -469,17 +462,14 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 build_output: targets.build_output.as_deref(),
             };
             let cache = if no_cache {
-                Err("of --no-cache")
+                Err("of --no-cache".to_owned())
             } else {
                 cache::Cache::open(&req)
             };
-            // Hashed before the build reads anything; see `Cache::save`.
-            let mut hashed = cache.as_ref().map(|c| c.inputs(&req)).unwrap_or_default();
             let fresh = match &cache {
-                Ok(c) => c.fresh(&req, &hashed),
-                Err(why) => Err((*why).to_owned()),
+                Ok(c) => c.fresh(&req),
+                Err(why) => Err(why.clone()),
             };
-            let cache = cache.ok();
             if verbose {
                 match &fresh {
                     Ok(_) => eprintln!("cache: the output is as the last build left it"),
@@ -499,21 +489,20 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 }
                 return Ok(Status::Ok);
             }
-            let dests = desired(&cwd, &inputs, &targets, &fail, |jobs| {
-                if cache.is_some() {
-                    hashed.set_contexts(req.contexts(jobs));
+            let (dests, read) = desired(&cwd, &inputs, &targets, &fail)?;
+            let record = |plans: &[(Plan, String)]| {
+                let Ok(c) = &cache else { return };
+                let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
+                if let Err(why) = c.save(&req, &read, &plans)
+                    && verbose
+                {
+                    eprintln!("cache: not recorded, because {why}");
                 }
-            })?;
+            };
             if check {
                 let plans = plan_all(dests, &fail)?;
                 if plans.iter().all(|(p, _)| p.is_noop()) {
-                    if let Some(c) = &cache {
-                        c.save(
-                            &req,
-                            hashed,
-                            &plans.iter().map(|(p, _)| p).collect::<Vec<_>>(),
-                        );
-                    }
+                    record(&plans);
                     let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
                     return Ok(Status::Ok);
                 }
@@ -546,13 +535,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 plan::apply(plan).map_err(&fail)?;
             }
             // Still locked: the snapshot is of this build's output.
-            if let Some(c) = &cache {
-                c.save(
-                    &req,
-                    hashed,
-                    &plans.iter().map(|(p, _)| p).collect::<Vec<_>>(),
-                );
-            }
+            record(&plans);
             drop(locks);
             if format == Format::Json {
                 let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
@@ -590,7 +573,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             let mut reports = Vec::new();
             let mut noop = true;
             let targets = targets(&cwd, &inputs, &output, &fail)?;
-            for d in desired(&cwd, &inputs, &targets, &fail, |_| {})? {
+            for d in desired(&cwd, &inputs, &targets, &fail)?.0 {
                 let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
                 noop &= plan.is_noop();
                 reports.push(diff::report(&plan, &d.shown));

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
 
 use crate::diagnostic::Diagnostic;
 use crate::load;
@@ -59,6 +60,8 @@ impl Preset {
 pub struct Library {
     presets: BTreeMap<String, Preset>,
     templates: BTreeMap<String, String>,
+    /// A hash of the override files as read (see [`Library::digest`]).
+    digest: String,
 }
 
 impl Library {
@@ -78,6 +81,7 @@ impl Library {
             .iter()
             .map(|(n, t)| ((*n).to_owned(), (*t).to_owned()))
             .collect();
+        let mut digest = Sha256::new();
         if let Some(dir) = dir {
             if !dir.is_dir() {
                 return Err(vec![
@@ -97,6 +101,10 @@ impl Library {
                     let shown = load::display_name(root, &path);
                     let text = std::fs::read_to_string(&path)
                         .map_err(|e| vec![Diagnostic::new(format!("cannot read {shown}: {e}"))])?;
+                    for field in [path.as_os_str().as_encoded_bytes(), text.as_bytes()] {
+                        digest.update((field.len() as u64).to_le_bytes());
+                        digest.update(field);
+                    }
                     match ext {
                         Some(ext) => {
                             if let Some(stem) = name.strip_suffix(&format!(".{ext}")) {
@@ -121,7 +129,16 @@ impl Library {
             }
         }
         if diags.is_empty() {
-            Ok(Self { presets, templates })
+            let digest = digest
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Ok(Self {
+                presets,
+                templates,
+                digest,
+            })
         } else {
             Err(diags)
         }
@@ -130,6 +147,12 @@ impl Library {
     /// The built-in library alone.
     pub fn builtin() -> Result<Self, Vec<Diagnostic>> {
         Self::load(None, Path::new("."))
+    }
+
+    /// A hash of every override file read, with its path: equal digests
+    /// mean an equal library, since the built-in part comes with the binary.
+    pub fn digest(&self) -> &str {
+        &self.digest
     }
 
     pub fn preset(&self, framework: &str) -> Option<&Preset> {
@@ -143,14 +166,6 @@ impl Library {
 
 const PRESETS_DIR: &str = "presets";
 const TEMPLATES_DIR: &str = "templates";
-
-/// Every file a project library directory can override the built-in one
-/// with: what [`Library::load`] reads.
-pub fn override_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = files(&dir.join(PRESETS_DIR));
-    out.extend(files(&dir.join(TEMPLATES_DIR)));
-    out
-}
 
 /// Regular files directly in `dir`, sorted; none when it is missing.
 fn files(dir: &Path) -> Vec<PathBuf> {

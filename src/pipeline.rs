@@ -1,13 +1,17 @@
 //! The stages wired together: what `validate` and `build` run.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::compile;
 use crate::diagnostic::{self, Diagnostic};
 use crate::emit::{self, Tree};
+use crate::image::ContextPrint;
+use crate::library::Library;
 use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
+use crate::source::SourceFile;
 use crate::{par, validate};
 
 /// The definition files under `paths` (or the project's sources when empty),
@@ -37,29 +41,37 @@ pub fn files(
     Ok(files)
 }
 
+/// Every definition file read, in path order: what the build cache keys a
+/// build by, so that the key is of the very bytes that were compiled.
+pub type Sources = Vec<(PathBuf, Arc<SourceFile>)>;
+
 /// Loads every document under `paths` (or the project's sources when empty).
 /// Findings from all files are gathered before giving up.
 pub fn load(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
-) -> Result<Vec<Document>, Vec<Diagnostic>> {
+) -> Result<(Sources, Vec<Document>), Vec<Diagnostic>> {
     let files = files(project, cwd, paths)?;
     // Files parse independently; results come back in file order.
     let parsed = par::map(&files, |path| {
         let name = load::display_name(&project.root, path);
-        load::read(path, name).and_then(|f| load::parse(&f))
+        load::read(path, name).and_then(|f| Ok((path.clone(), load::parse(&f)?, f)))
     });
+    let mut sources = Vec::with_capacity(files.len());
     let mut docs = Vec::new();
     let mut diags = Vec::new();
     for p in parsed {
         match p {
-            Ok(d) => docs.extend(d),
+            Ok((path, d, file)) => {
+                docs.extend(d);
+                sources.push((path, file));
+            }
             Err(d) => diags.push(d),
         }
     }
     if diags.is_empty() {
-        Ok(docs)
+        Ok((sources, docs))
     } else {
         diagnostic::normalize(&mut diags);
         Err(diags)
@@ -72,14 +84,22 @@ pub fn check(
     cwd: &Path,
     paths: &[PathBuf],
 ) -> Result<Vec<Job>, Vec<Diagnostic>> {
-    let docs = load(project, cwd, paths)?;
+    let (_, docs) = load(project, cwd, paths)?;
     let library = project.library()?;
+    resolve(project, &library, &docs)
+}
+
+fn resolve(
+    project: &Project,
+    library: &Library,
+    docs: &[Document],
+) -> Result<Vec<Job>, Vec<Diagnostic>> {
     let cx = validate::Context {
         defaults: &project.defaults,
-        library: &library,
+        library,
         root: &project.root,
     };
-    let jobs = validate::validate(&docs, &cx)?;
+    let jobs = validate::validate(docs, &cx)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
@@ -99,13 +119,14 @@ pub fn images(
     build_output: &Path,
 ) -> Result<Tree, Vec<Diagnostic>> {
     let library = project.library()?;
-    crate::image::prepare(
+    let (tree, _) = crate::image::prepare(
         jobs,
         &library,
         &project.root,
         build_output,
         &generated(project, build_output),
-    )
+    )?;
+    Ok(tree)
 }
 
 /// The directories trainc writes: never part of what it hashes.
@@ -117,32 +138,58 @@ pub fn generated<'a>(project: &'a Project, build_output: &'a Path) -> [&'a Path;
     ]
 }
 
-/// The manifest tree and the build-spec tree (empty without `build_output`
-/// or without jobs that build an image). `validated` sees the jobs once they
-/// are valid, before their build contexts are read.
+/// What a build compiled, and from what.
+#[derive(Debug)]
+pub struct Compiled {
+    pub manifests: Tree,
+    /// Empty without `build_output` or without jobs that build an image.
+    pub builds: Tree,
+    /// Everything read to get here, for the build cache.
+    pub read: Read,
+}
+
+/// The inputs a build read, each once: the definitions, the library and the
+/// build contexts, as they were when they were compiled.
+#[derive(Debug)]
+pub struct Read {
+    pub sources: Sources,
+    pub library: String,
+    pub contexts: Vec<ContextPrint>,
+}
+
+/// The manifest tree and the build-spec tree.
 pub fn desired(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
     build_output: Option<&Path>,
-    validated: impl FnOnce(&[Job]),
-) -> Result<(Tree, Tree), Vec<Diagnostic>> {
-    let mut jobs = check(project, cwd, paths)?;
-    validated(&jobs);
-    let builds = images(
-        project,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let (sources, docs) = load(project, cwd, paths)?;
+    // Loaded once, so validation and the image stage see the same library.
+    let library = project.library()?;
+    let mut jobs = resolve(project, &library, &docs)?;
+    let out = build_output.unwrap_or(&project.build_output);
+    let (builds, contexts) = crate::image::prepare(
         &mut jobs,
-        build_output.unwrap_or(&project.build_output),
+        &library,
+        &project.root,
+        out,
+        &generated(project, out),
     )?;
     let manifests = render(&jobs)?;
-    Ok((
+    Ok(Compiled {
         manifests,
-        if build_output.is_some() {
+        builds: if build_output.is_some() {
             builds
         } else {
             Tree::new()
         },
-    ))
+        read: Read {
+            sources,
+            library: library.digest().to_owned(),
+            contexts,
+        },
+    })
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are

@@ -2,7 +2,9 @@
 //!
 //! Inputs are hashed by content, never by mtime: a `git checkout` that
 //! rewrites a definition with the same bytes keeps the key, and an edit
-//! within the same clock tick as the last build still changes it.
+//! within the same clock tick as the last build still changes it. A build
+//! records the key of the very bytes it compiled ([`crate::pipeline::Read`]);
+//! a later build reads the inputs afresh, the same way, and compares.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,8 +12,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use crate::load::project::Project;
-use crate::model::Job;
-use crate::{par, pipeline};
+use crate::pipeline::{self, Sources};
+use crate::{load, par};
 
 /// What one invocation builds: the same request finds the same record.
 #[derive(Debug, Clone)]
@@ -32,6 +34,14 @@ impl Request<'_> {
         dirs
     }
 
+    /// What the image stage must not hash, as the build passes it.
+    pub fn generated(&self) -> [&Path; 3] {
+        pipeline::generated(
+            self.project,
+            self.build_output.unwrap_or(&self.project.build_output),
+        )
+    }
+
     /// Which record this request uses: one per project, output directories
     /// and paths, so that two builds of a project into different places do
     /// not evict each other.
@@ -48,9 +58,26 @@ impl Request<'_> {
         h.finish()
     }
 
-    /// The hash of every input, or `None` when one cannot be read (the build
-    /// then reports it, and nothing is cached).
-    pub fn key(&self) -> Option<String> {
+    /// The key of the inputs as they are now, read as a build reads them
+    /// (with the same size and encoding checks), but not parsed; `None` when
+    /// one cannot be read, which the build then reports.
+    pub fn current_key(&self) -> Option<String> {
+        let files = pipeline::files(self.project, self.cwd, self.paths).ok()?;
+        let read = par::map(&files, |f| {
+            load::read(f, load::display_name(&self.project.root, f)).ok()
+        });
+        let sources: Sources = files
+            .into_iter()
+            .zip(read)
+            .map(|(f, s)| Some((f, s?)))
+            .collect::<Option<_>>()?;
+        let library = self.project.library().ok()?;
+        self.key(&sources, library.digest())
+    }
+
+    /// The key of a build that read `sources` and a library with digest
+    /// `library`.
+    pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
         let p = self.project;
         let mut h = Hasher::new("key");
         h.field(env!("CARGO_PKG_VERSION").as_bytes());
@@ -62,6 +89,7 @@ impl Request<'_> {
                 .as_deref()
                 .map_or(b"-".as_slice(), |f| f.as_os_str().as_encoded_bytes()),
         );
+        // The project file as parsed: paths and defaults derive from it.
         h.field(p.text.as_deref().unwrap_or("-").as_bytes());
         h.path(&p.output);
         h.path(&p.build_output);
@@ -69,51 +97,24 @@ impl Request<'_> {
             self.build_output
                 .map_or(b"-".as_slice(), |b| b.as_os_str().as_encoded_bytes()),
         );
+        h.field(&self.paths.len().to_le_bytes());
         for path in self.paths {
             h.path(path);
         }
-        // The project file is in the key as text; paths and defaults derive
-        // from it. Definitions and library overrides are read here, before
-        // the build reads them: see `Cache::save` for why that order is safe.
-        let files = pipeline::files(p, self.cwd, self.paths).ok()?;
-        h.field(b"definitions");
-        files_into(&mut h, &files)?;
-        if let Some(dir) = &p.library {
-            h.field(b"library");
-            h.field(&[u8::from(dir.is_dir())]);
-            files_into(&mut h, &crate::library::override_files(dir))?;
+        h.field(&sources.len().to_le_bytes());
+        for (path, file) in sources {
+            h.path(path);
+            h.field(&Sha256::digest(file.text.as_bytes()));
         }
+        h.field(library.as_bytes());
         Some(h.finish())
-    }
-
-    /// The build contexts of `jobs` and their fingerprints, sorted; `None`
-    /// when one cannot be read.
-    pub fn contexts(&self, jobs: &[Job]) -> Option<Vec<(PathBuf, String)>> {
-        let mut dirs: Vec<PathBuf> = jobs
-            .iter()
-            .filter_map(|j| j.build.as_ref().map(|b| b.context.clone()))
-            .collect();
-        dirs.sort();
-        dirs.dedup();
-        self.fingerprint_contexts(dirs)
-    }
-
-    /// Fingerprints `dirs`, as [`Self::contexts`] does.
-    pub fn fingerprint_contexts(&self, dirs: Vec<PathBuf>) -> Option<Vec<(PathBuf, String)>> {
-        let build_output = self.build_output.unwrap_or(&self.project.build_output);
-        let generated = pipeline::generated(self.project, build_output);
-        dirs.into_iter()
-            .map(|d| {
-                let f = crate::image::context_fingerprint(&d, &generated).ok()?;
-                Some((d, f))
-            })
-            .collect()
     }
 }
 
 /// The running binary: a rebuilt trainc may render differently, so its
-/// identity is part of the key. On Linux `/proc/self/exe` is the file this
-/// process runs even when a newer build has replaced it on disk.
+/// identity (device, inode, size and times) is part of the key. On Linux
+/// `/proc/self/exe` is the file this process runs even when a newer build
+/// has replaced it on disk.
 fn executable(h: &mut Hasher) -> Option<()> {
     use std::os::unix::fs::MetadataExt as _;
     let m = fs::metadata("/proc/self/exe")
@@ -128,30 +129,19 @@ fn executable(h: &mut Hasher) -> Option<()> {
     Some(())
 }
 
-/// Each file's path and bytes, read on every core.
-fn files_into(h: &mut Hasher, files: &[PathBuf]) -> Option<()> {
-    let digests = par::map(files, |f| fs::read(f).ok().map(|b| Sha256::digest(&b)));
-    h.field(&files.len().to_le_bytes());
-    for (f, d) in files.iter().zip(digests) {
-        h.path(f);
-        h.field(&d?);
-    }
-    Some(())
-}
-
 /// SHA-256 over length-prefixed fields: no two different inputs give the
 /// same byte stream.
-pub(super) struct Hasher(Sha256);
+struct Hasher(Sha256);
 
 impl Hasher {
-    pub(super) fn new(domain: &str) -> Self {
+    fn new(domain: &str) -> Self {
         let mut h = Self(Sha256::new());
         h.field(b"trainc-cache");
         h.field(domain.as_bytes());
         h
     }
 
-    pub(super) fn field(&mut self, bytes: &[u8]) {
+    fn field(&mut self, bytes: &[u8]) {
         self.0.update((bytes.len() as u64).to_le_bytes());
         self.0.update(bytes);
     }
@@ -160,7 +150,7 @@ impl Hasher {
         self.field(p.as_os_str().as_encoded_bytes());
     }
 
-    pub(super) fn finish(self) -> String {
+    fn finish(self) -> String {
         hex(&self.0.finalize()[..16])
     }
 }

@@ -2,11 +2,12 @@
 //! without compiling.
 //!
 //! After a build, trainc records (outside the output directories) the key of
-//! its inputs ([`key`]) and a snapshot of every output directory
-//! ([`snapshot`]). The next build hashes its inputs again, which costs a read
-//! of the definitions and no parsing; when the key matches and every output
-//! directory still matches its snapshot, the output is what a full build
-//! would produce, and nothing is compiled. Anything else, or any doubt,
+//! the inputs it compiled ([`key`]), the prints of the build contexts it
+//! hashed ([`crate::image::ContextPrint`]) and a snapshot of every output
+//! directory ([`snapshot`]). The next build hashes its inputs again, which
+//! costs a read of the definitions and no parsing; when the key matches and
+//! every context and output directory still match, the output is what a
+//! full build would produce, and nothing is compiled. Anything else, or any doubt,
 //! takes the full path, which never reads the cache: the cache can make a
 //! build faster, never different.
 //!
@@ -19,24 +20,25 @@ pub mod snapshot;
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use key::Request;
 use snapshot::{Entry, Verdict};
 
+use crate::image::ContextPrint;
+use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
     format: u32,
     key: String,
-    /// Build contexts and their fingerprints.
-    contexts: Vec<(PathBuf, String)>,
+    contexts: Vec<ContextPrint>,
     /// The directories the status line names, with their file counts.
     dests: Vec<(PathBuf, usize)>,
     /// Every directory the build may write, as it was left; `None` when it
@@ -44,61 +46,61 @@ struct Record {
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
 }
 
+/// Just the format, to tell an old record from a damaged one.
+#[derive(Deserialize)]
+struct Format {
+    format: u32,
+}
+
 /// The record of one request.
 #[derive(Debug)]
 pub struct Cache {
+    dir: PathBuf,
     file: PathBuf,
-}
-
-/// A build's inputs as hashed before it read them.
-#[derive(Debug, Default)]
-pub struct Inputs {
-    key: Option<String>,
-    contexts: Option<Vec<(PathBuf, String)>>,
-    /// When the build started (see [`snapshot::mark`]).
+    /// When this build started (see [`snapshot::mark`]).
     started: i128,
-}
-
-impl Inputs {
-    /// Records the build contexts' fingerprints: call once the jobs are
-    /// valid, before the contexts are hashed into tags.
-    pub fn set_contexts(&mut self, contexts: Option<Vec<(PathBuf, String)>>) {
-        self.contexts = contexts;
-    }
 }
 
 impl Cache {
     /// The cache for `req`, or why there is none.
-    pub fn open(req: &Request) -> Result<Self, &'static str> {
+    pub fn open(req: &Request) -> Result<Self, String> {
+        let started = snapshot::mark();
         let dir = cache_dir()?;
+        for out in req.dirs() {
+            if real(&dir).starts_with(real(&out)) {
+                return Err(format!(
+                    "the cache directory lies inside {}",
+                    shown(req, &out)
+                ));
+            }
+        }
         Ok(Self {
             file: dir.join("builds").join(format!("{}.json", req.location())),
+            dir,
+            started,
         })
-    }
-
-    /// Hashes the inputs. Call before the build reads them.
-    pub fn inputs(&self, req: &Request) -> Inputs {
-        Inputs {
-            started: snapshot::mark(),
-            key: req.key(),
-            contexts: None,
-        }
     }
 
     /// When the output is current: each directory the status line names,
     /// with its file count; otherwise why not, for `build --verbose`. May
     /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
     /// touches the output.
-    pub fn fresh(&self, req: &Request, inputs: &Inputs) -> Result<Vec<(PathBuf, usize)>, String> {
-        let key = inputs
-            .key
-            .as_deref()
-            .ok_or("an input cannot be read; the build will say which")?;
+    pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
         let bytes = fs::read(&self.file).map_err(|_| "no record of an earlier build")?;
         let mut record: Record = match serde_json::from_slice(&bytes) {
             Ok(r @ Record { format: FORMAT, .. }) => r,
-            _ => return Err("the record is from another version of trainc".into()),
+            Ok(_) => return Err("the record is from another version of trainc".into()),
+            Err(_) => {
+                return Err(match serde_json::from_slice::<Format>(&bytes) {
+                    Ok(f) if f.format != FORMAT => "the record is from another version of trainc",
+                    _ => "the record is damaged",
+                }
+                .into());
+            }
         };
+        let key = req
+            .current_key()
+            .ok_or("an input cannot be read; the build will say which")?;
         if record.key != key {
             return Err("the definitions, project, library or trainc changed".into());
         }
@@ -106,9 +108,9 @@ impl Cache {
         if dirs != req.dirs().iter().collect::<Vec<_>>() {
             return Err("the output directories changed".into());
         }
-        let contexts = record.contexts.iter().map(|(d, _)| d.clone()).collect();
-        if req.fingerprint_contexts(contexts).as_ref() != Some(&record.contexts) {
-            return Err("a build context changed".into());
+        let generated = req.generated();
+        if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
+            return Err(format!("the build context {} changed", shown(req, &c.dir)));
         }
         let mark = snapshot::mark();
         let mut refreshed = false;
@@ -120,34 +122,39 @@ impl Cache {
                     refreshed = true;
                 }
                 Verdict::Differs(why) => {
-                    let shown = crate::load::display_name(req.cwd, dir);
-                    return Err(format!("{shown} changed since the last build: {why}"));
+                    return Err(format!(
+                        "{} changed since the last build: {why}",
+                        shown(req, dir)
+                    ));
                 }
             }
         }
         if refreshed {
-            self.write(&record);
+            // Best effort: the answer stands without it.
+            let _ = self.write(&record);
         }
         Ok(record.dests)
     }
 
-    /// Records a build that left `dests` (directory, what it now holds) as
-    /// they should be. Skipped when an input changed while the build ran:
-    /// the output may then be of either version, and only a key taken both
-    /// before and after the build vouches for it.
-    pub fn save(&self, req: &Request, inputs: Inputs, dests: &[&Plan]) {
-        let (Some(key), Some(contexts)) = (inputs.key, inputs.contexts) else {
-            return;
-        };
-        if req.key().as_deref() != Some(key.as_str()) {
-            return;
-        }
-        let dirs = contexts.iter().map(|(d, _)| d.clone()).collect();
-        if req.fingerprint_contexts(dirs).as_ref() != Some(&contexts) {
-            return;
+    /// Records a build that compiled `read` and left the directories of
+    /// `plans` as they should be; or says why it could not.
+    pub fn save(&self, req: &Request, read: &Read, plans: &[&Plan]) -> Result<(), String> {
+        let key = req
+            .key(&read.sources, &read.library)
+            .ok_or("the trainc executable cannot be inspected")?;
+        // The record would change the context, and with it every tag.
+        if let Some(c) = read
+            .contexts
+            .iter()
+            .find(|c| real(&self.dir).starts_with(real(&c.dir)))
+        {
+            return Err(format!(
+                "the cache directory lies inside the build context {}",
+                shown(req, &c.dir)
+            ));
         }
         // What each directory now holds, as the plans wrote it.
-        let written: Vec<(&Path, HashMap<&str, &[u8]>)> = dests
+        let written: Vec<(&Path, HashMap<&str, &[u8]>)> = plans
             .iter()
             .map(|p| {
                 let files = p
@@ -159,11 +166,6 @@ impl Cache {
                 (p.root.as_path(), files)
             })
             .collect();
-        // Racy from the start of the build, not from now: a file that
-        // another program changed after the plan compared it must not be
-        // vouched for by the signature it has now. The files this build
-        // wrote are hashed once by the next check, which then settles them.
-        let mark = inputs.started;
         let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
@@ -172,59 +174,93 @@ impl Cache {
                 Some(bytes) => Ok(snapshot::content_hash(bytes)),
                 None => Ok(snapshot::content_hash(&fs::read(path)?)),
             };
-            let Ok(entries) = snapshot::take(&dir, mark, hash) else {
-                return;
-            };
+            // Racy from the start of the build, not from now: a file that
+            // another program changed after the plan compared it must not be
+            // vouched for by the signature it has now. The files this build
+            // wrote are hashed once by the next check, which then settles them.
+            let entries = snapshot::take(&dir, self.started, hash)
+                .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
             outputs.push((dir, entries));
         }
         let record = Record {
             format: FORMAT,
             key,
-            contexts,
+            contexts: read.contexts.clone(),
             dests: written
                 .iter()
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
         };
-        self.write(&record);
+        self.write(&record)
     }
 
-    /// Replaces the record atomically. A cache that cannot be written is no
-    /// reason to fail a build: errors are dropped.
-    fn write(&self, record: &Record) {
-        let Some(dir) = self.file.parent() else {
-            return;
-        };
-        let Ok(bytes) = serde_json::to_vec(record) else {
-            return;
-        };
-        if fs::create_dir_all(dir).is_err() {
-            return;
+    /// Replaces the record atomically.
+    fn write(&self, record: &Record) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
+        let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+        let builds = self.dir.join("builds");
+        fs::create_dir_all(&builds).map_err(io)?;
+        tag(&self.dir);
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".record-")
+            .tempfile_in(&builds)
+            .map_err(io)?;
+        tmp.write_all(&bytes).map_err(io)?;
+        tmp.persist(&self.file).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
+
+/// How messages name a directory: from the working directory, cleaned.
+fn shown(req: &Request, dir: &Path) -> String {
+    crate::load::normalize(Path::new(&crate::load::display_name(req.cwd, dir)))
+}
+
+/// `path` with symlinks resolved as far as it exists, and cleaned
+/// lexically beyond: where it is, for telling whether one lies in another.
+fn real(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(r) = existing.canonicalize() {
+            let mut out = r;
+            for c in rest.iter().rev() {
+                match c {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::Normal(n) => out.push(n),
+                    _ => {}
+                }
+            }
+            return out;
         }
-        tag(dir.parent().unwrap_or(dir));
-        let Ok(mut tmp) = tempfile::Builder::new().prefix(".record-").tempfile_in(dir) else {
-            return;
-        };
-        if tmp.write_all(&bytes).is_ok() {
-            let _ = tmp.persist(&self.file);
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
         }
     }
 }
 
 /// `$TRAINC_CACHE_DIR` (empty: no cache), else `$XDG_CACHE_HOME/trainc`,
 /// else `~/.cache/trainc`.
-fn cache_dir() -> Result<PathBuf, &'static str> {
+fn cache_dir() -> Result<PathBuf, String> {
     let var = |name| std::env::var_os(name).map(PathBuf::from);
     match var("TRAINC_CACHE_DIR") {
-        Some(d) if d.as_os_str().is_empty() => Err("TRAINC_CACHE_DIR is empty, which turns it off"),
+        Some(d) if d.as_os_str().is_empty() => {
+            Err("TRAINC_CACHE_DIR is empty, which turns it off".into())
+        }
         Some(d) => Ok(d),
         None => match var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
             Some(d) => Ok(d.join("trainc")),
             None => var("HOME")
                 .filter(|h| h.is_absolute())
                 .map(|h| h.join(".cache/trainc"))
-                .ok_or("there is no cache directory: set TRAINC_CACHE_DIR or HOME"),
+                .ok_or_else(|| "there is no cache directory: set TRAINC_CACHE_DIR or HOME".into()),
         },
     }
 }

@@ -203,12 +203,14 @@ pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
 
 /// Calls `each(relative path, kind, path, lstat)` for every entry below
 /// `root` in sorted order, until it returns `false`. Returns whether `root`
-/// exists; an error when `root` is not a plain directory or `each` stopped.
+/// exists; an error when `root` is not a directory or `each` stopped.
 fn walk(
     root: &Path,
     mut each: impl FnMut(&str, Kind, &Path, Option<&fs::Metadata>) -> io::Result<bool>,
 ) -> io::Result<bool> {
-    match fs::symlink_metadata(root) {
+    // The root may be a symlink, as a build writes through it; nothing
+    // below it is followed.
+    match fs::metadata(root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
         Ok(m) if !m.is_dir() => return Err(io::Error::other("not a directory")),
@@ -327,5 +329,9 @@ mod tests {
         let s = snap(&root).unwrap();
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].kind, Kind::Symlink);
+        // A symlinked root is walked, as a build writes through it.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        assert_eq!(snap(&link), Some(s));
     }
 }

@@ -2,7 +2,9 @@
 //! hash that makes them an image tag.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use sha2::{Digest as _, Sha256};
 
@@ -12,96 +14,141 @@ use super::dockerignore::DockerIgnore;
 /// context's `.dockerignore` keeps: relative path, executable bit and bytes,
 /// in sorted path order. No mtimes, owners or absolute paths, so the same
 /// inputs give the same tag on any machine.
-pub fn hash(context: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<String, String> {
-    let mut h = Sha256::new();
-    field(&mut h, b"Dockerfile");
-    field(&mut h, dockerfile);
-    let mut count = 0usize;
-    visit(context, generated, |rel, path, ignored| {
-        if ignored {
-            return Ok(());
+///
+/// In the same pass, and from the same bytes, it takes the context's
+/// [`ContextPrint`] for the build cache. `probes` are the paths validation
+/// checked exist (entry point, requirements): they must still be files.
+pub fn hash(
+    context: &Path,
+    dockerfile: &[u8],
+    probes: &[String],
+    generated: &[&Path],
+) -> Result<(String, ContextPrint), String> {
+    let (tag, digest) = scan(context, Some(dockerfile), probes, generated)?;
+    let print = ContextPrint {
+        dir: context.to_path_buf(),
+        probes: probes.to_vec(),
+        digest,
+    };
+    Ok((tag.unwrap_or_default(), print))
+}
+
+/// What a build context contributed to a build, for the build cache
+/// ([`crate::cache`]): the bytes behind the tag, the `.dockerignore`, and the
+/// paths validation asked about. Equal prints mean an equal tag and equal
+/// validation results; files the context ignores are not part of it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ContextPrint {
+    pub dir: PathBuf,
+    pub probes: Vec<String>,
+    pub digest: String,
+}
+
+impl ContextPrint {
+    /// Whether the context is as this print describes it now.
+    pub fn holds(&self, generated: &[&Path]) -> bool {
+        scan(&self.dir, None, &self.probes, generated).is_ok_and(|(_, d)| d == self.digest)
+    }
+}
+
+/// The tag hash (when given the Dockerfile) and the print digest, in one
+/// walk.
+fn scan(
+    context: &Path,
+    dockerfile: Option<&[u8]>,
+    probes: &[String],
+    generated: &[&Path],
+) -> Result<(Option<String>, String), String> {
+    let mut tag = dockerfile.map(|d| {
+        let mut h = Sha256::new();
+        field(&mut h, b"Dockerfile");
+        field(&mut h, d);
+        h
+    });
+    let mut print = Sha256::new();
+    // Read once: the rules applied are the bytes recorded.
+    let ignore = match fs::read(context.join(".dockerignore")) {
+        Ok(bytes) => {
+            field(&mut print, &bytes);
+            let text =
+                String::from_utf8(bytes).map_err(|_| ".dockerignore is not UTF-8".to_owned())?;
+            DockerIgnore::parse(&text)
+                .map_err(|(line, e)| format!(".dockerignore line {line}: {e}"))?
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            field(&mut print, b"-");
+            DockerIgnore::parse("").map_err(|(_, e)| e)?
+        }
+        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
+    };
+    let mut count = 0usize;
+    visit(context, &ignore, generated, |rel, path| {
         let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
-        field(&mut h, rel.as_bytes());
-        field(&mut h, if executable(path) { b"x" } else { b"-" });
-        field(&mut h, &bytes);
+        let x: &[u8] = if executable(path) { b"x" } else { b"-" };
+        for h in tag.iter_mut().chain([&mut print]) {
+            field(h, rel.as_bytes());
+            field(h, x);
+            field(h, &bytes);
+        }
         count += 1;
         Ok(())
     })?;
-    field(&mut h, count.to_string().as_bytes());
-    Ok(hex(&h.finalize()))
-}
-
-/// Everything about `context` that a build can observe: the `.dockerignore`,
-/// what [`hash`] reads, and the paths of the ignored files too (validation
-/// asks whether an entry point exists, ignored or not). Equal fingerprints
-/// mean equal tags and equal validation results, so the build cache
-/// ([`crate::cache`]) can skip a context that did not change.
-pub fn fingerprint(context: &Path, generated: &[&Path]) -> Result<String, String> {
-    let mut h = Sha256::new();
-    match fs::read(context.join(".dockerignore")) {
-        Ok(bytes) => field(&mut h, &bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(&mut h, b"-"),
-        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
+    for h in tag.iter_mut().chain([&mut print]) {
+        field(h, count.to_string().as_bytes());
     }
-    visit(context, generated, |rel, path, ignored| {
-        field(&mut h, rel.as_bytes());
-        if ignored {
-            field(&mut h, b"i");
-        } else {
-            let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
-            field(&mut h, if executable(path) { b"x" } else { b"-" });
-            field(&mut h, &bytes);
+    for p in probes {
+        if !context.join(p).is_file() {
+            return Err(format!("`{p}` is no longer a file in the build context"));
         }
-        Ok(())
-    })?;
-    Ok(hex(&h.finalize()))
+        field(&mut print, p.as_bytes());
+    }
+    Ok((tag.map(|h| hex(&h.finalize())), hex(&print.finalize())))
 }
 
-/// Calls `each(relative path, path, ignored)` for every file of `context`,
-/// in sorted path order. A context must leave out (by `.dockerignore`) the
+/// Calls `each(relative path, path)` for every file of `context` that the
+/// `.dockerignore` keeps, in sorted path order. Directories it leaves out
+/// entirely (`.git`, data) are not walked. A context must leave out the
 /// `generated` directories and `.git`: they change whenever the tag does, or
 /// with every commit, and the tag would never settle.
 fn visit(
     context: &Path,
+    ignore: &DockerIgnore,
     generated: &[&Path],
-    mut each: impl FnMut(&str, &Path, bool) -> Result<(), String>,
+    mut each: impl FnMut(&str, &Path) -> Result<(), String>,
 ) -> Result<(), String> {
-    let generated: Vec<std::path::PathBuf> = generated
+    let generated: Vec<PathBuf> = generated
         .iter()
         .filter_map(|g| g.canonicalize().ok())
         .collect();
     let context_real = context
         .canonicalize()
         .unwrap_or_else(|_| context.to_path_buf());
-    let ignore = match fs::read_to_string(context.join(".dockerignore")) {
-        Ok(text) => DockerIgnore::parse(&text)
-            .map_err(|(line, e)| format!(".dockerignore line {line}: {e}"))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            DockerIgnore::parse("").map_err(|(_, e)| e)?
-        }
-        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
-    };
-    // Symlinks are visited as the file they point to, as the builder copies it.
-    for entry in walkdir::WalkDir::new(context)
-        .follow_links(true)
-        .sort_by_file_name()
-        .min_depth(1)
-    {
-        let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let rel = entry
-            .path()
+    let rel_of = |path: &Path| -> Result<String, String> {
+        Ok(path
             .strip_prefix(context)
             .map_err(|e| e.to_string())?
             .components()
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
-            .join("/");
+            .join("/"))
+    };
+    // Symlinks are visited as the file they point to, as the builder copies it.
+    let walker = walkdir::WalkDir::new(context)
+        .follow_links(true)
+        .sort_by_file_name()
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|e| {
+            !e.file_type().is_dir()
+                || rel_of(e.path()).map_or(true, |rel| !ignore.excludes_all_below(&rel))
+        });
+    for entry in walker {
+        let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel = rel_of(entry.path())?;
         if ignore.excludes(&rel) {
-            each(&rel, entry.path(), true)?;
             continue;
         }
         let unstable = rel == ".git"
@@ -115,7 +162,7 @@ fn visit(
                 "the build context includes `{top}/`, which changes with every commit or build; add `{top}/` to the context's .dockerignore"
             ));
         }
-        each(&rel, entry.path(), false)?;
+        each(&rel, entry.path())?;
     }
     Ok(())
 }
@@ -145,28 +192,59 @@ fn executable(_: &Path) -> bool {
 mod tests {
     use super::*;
 
+    fn tag(p: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<String, String> {
+        hash(p, dockerfile, &[], generated).map(|(t, _)| t)
+    }
+
     #[test]
     fn code_changes_the_hash_ignored_files_and_mtimes_do_not() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
         fs::write(p.join(".dockerignore"), "*.log\n").unwrap();
-        let a = hash(p, b"FROM x", &[]).unwrap();
+        let a = tag(p, b"FROM x", &[]).unwrap();
         fs::write(p.join("run.log"), "noise").unwrap();
-        assert_eq!(hash(p, b"FROM x", &[]).unwrap(), a, "ignored file");
+        assert_eq!(tag(p, b"FROM x", &[]).unwrap(), a, "ignored file");
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
-        assert_eq!(hash(p, b"FROM x", &[]).unwrap(), a, "rewritten, same bytes");
-        assert_ne!(hash(p, b"FROM y", &[]).unwrap(), a, "Dockerfile");
+        assert_eq!(tag(p, b"FROM x", &[]).unwrap(), a, "rewritten, same bytes");
+        assert_ne!(tag(p, b"FROM y", &[]).unwrap(), a, "Dockerfile");
         fs::write(p.join("train.py"), "print(2)\n").unwrap();
-        assert_ne!(hash(p, b"FROM x", &[]).unwrap(), a, "code");
+        assert_ne!(tag(p, b"FROM x", &[]).unwrap(), a, "code");
         fs::create_dir(p.join("deploy")).unwrap();
         fs::write(p.join("deploy/x.yaml"), "x").unwrap();
-        let e = hash(p, b"FROM x", &[&p.join("deploy")]).unwrap_err();
+        let e = tag(p, b"FROM x", &[&p.join("deploy")]).unwrap_err();
         assert!(
             e.contains("add `deploy/` to the context's .dockerignore"),
             "{e}"
         );
         fs::write(p.join(".dockerignore"), "*.log\ndeploy\n").unwrap();
-        assert!(hash(p, b"FROM x", &[&p.join("deploy")]).is_ok());
+        assert!(tag(p, b"FROM x", &[&p.join("deploy")]).is_ok());
+    }
+
+    #[test]
+    fn the_print_follows_what_the_tag_and_validation_see() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        fs::write(p.join("train.py"), "print(1)\n").unwrap();
+        fs::write(p.join(".dockerignore"), ".git\n*.log\n").unwrap();
+        let probes = ["train.py".to_owned()];
+        let (_, print) = hash(p, b"FROM x", &probes, &[]).unwrap();
+        assert!(print.holds(&[]));
+        // Ignored files, even many in an ignored directory: the same print.
+        fs::write(p.join("run.log"), "noise").unwrap();
+        fs::create_dir_all(p.join(".git/objects/ab")).unwrap();
+        fs::write(p.join(".git/objects/ab/cd"), "blob").unwrap();
+        assert!(print.holds(&[]));
+        fs::write(p.join("train.py"), "print(2)\n").unwrap();
+        assert!(!print.holds(&[]), "code");
+        fs::write(p.join("train.py"), "print(1)\n").unwrap();
+        fs::write(p.join(".dockerignore"), ".git\n*.log\n# note\n").unwrap();
+        assert!(!print.holds(&[]), ".dockerignore");
+        fs::write(p.join(".dockerignore"), ".git\n*.log\n").unwrap();
+        assert!(print.holds(&[]));
+        fs::remove_file(p.join("train.py")).unwrap();
+        assert!(!print.holds(&[]), "entry point gone");
+        let e = hash(p, b"FROM x", &probes, &[]).unwrap_err();
+        assert!(e.contains("`train.py` is no longer a file"), "{e}");
     }
 }

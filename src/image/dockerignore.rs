@@ -36,6 +36,13 @@ impl DockerIgnore {
         Ok(Self { rules })
     }
 
+    /// Whether everything below the directory `rel` is left out: it is, and
+    /// no `!` pattern could bring part of it back. Such a directory need not
+    /// be walked.
+    pub fn excludes_all_below(&self, rel: &str) -> bool {
+        self.rules.iter().all(|(_, negate)| !negate) && self.excludes(rel)
+    }
+
     /// Whether the `/`-separated relative path is left out of the context.
     pub fn excludes(&self, rel: &str) -> bool {
         let mut excluded = false;
@@ -71,6 +78,11 @@ mod tests {
         assert!(!d.excludes("src/data"));
         assert!(d.excludes("a/b/__pycache__/x.pyc"));
         assert!(d.excludes("secrets/id.key"));
+        // A `!` pattern may bring back something anywhere: walk everything.
+        assert!(!d.excludes_all_below("data"));
+        let d = DockerIgnore::parse(".git\ndata\n").unwrap();
+        assert!(d.excludes_all_below(".git"));
+        assert!(!d.excludes_all_below("src"));
         assert!(!d.excludes("mnist.py"));
     }
 }

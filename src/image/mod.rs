@@ -21,7 +21,7 @@ use crate::load;
 use crate::model::Job;
 
 pub use bake::BAKE_FILE;
-pub use context::fingerprint as context_fingerprint;
+pub use context::ContextPrint;
 
 /// Hex digits of the content hash in image tags.
 pub const TAG_LEN: usize = 12;
@@ -42,14 +42,14 @@ pub struct ImageBuild {
 
 /// Renders and hashes every job's build, fills in the roles' images, and
 /// returns the build-spec tree (relative to `build_output`), empty when no
-/// job builds an image.
+/// job builds an image, and the prints of the contexts it read.
 pub fn prepare(
     jobs: &mut [Job],
     library: &Library,
     root: &Path,
     build_output: &Path,
     generated: &[&Path],
-) -> Result<Tree, Vec<Diagnostic>> {
+) -> Result<(Tree, Vec<ContextPrint>), Vec<Diagnostic>> {
     let template = library.template(dockerfile::TEMPLATE).ok_or_else(|| {
         vec![Diagnostic::new(format!(
             "the library has no template `{}`",
@@ -58,47 +58,58 @@ pub fn prepare(
     })?;
     let out_shown = load::display_name(root, build_output);
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
-    let results = crate::par::map(jobs, |job| -> Result<Option<ImageBuild>, Diagnostic> {
-        let Some(b) = &job.build else {
-            return Ok(None);
-        };
-        let fail = |e: String, hint: String| {
-            Diagnostic::new(format!(
-                "cannot prepare the image of {}/{}: {e}",
-                job.namespace, job.name
-            ))
-            .hint(hint)
-        };
-        let template_hint = || {
-            "fix the Dockerfile template (the project's `library` directory, or trainc's library/templates/)".to_owned()
-        };
-        let text = dockerfile::render(template, job, b, &bake_shown, false)
-            .map_err(|e| fail(e, template_hint()))?;
-        let neutral = dockerfile::render(template, job, b, &bake_shown, true)
-            .map_err(|e| fail(e, template_hint()))?;
-        let hash = context::hash(&b.context, neutral.as_bytes(), generated).map_err(|e| {
-            fail(
-                e,
-                format!(
-                    "check `spec.build` in {}, and the context's .dockerignore",
-                    job.source
-                ),
-            )
-        })?;
-        Ok(Some(ImageBuild {
-            namespace: job.namespace.clone(),
-            job: job.name.clone(),
-            source: job.source.clone(),
-            context: b.context_shown.clone(),
-            image: format!("{}:{}", b.repository, &hash[..TAG_LEN]),
-            dockerfile: text.into_bytes(),
-        }))
-    });
+    let results = crate::par::map(
+        jobs,
+        |job| -> Result<Option<(ImageBuild, ContextPrint)>, Diagnostic> {
+            let Some(b) = &job.build else {
+                return Ok(None);
+            };
+            let fail = |e: String, hint: String| {
+                Diagnostic::new(format!(
+                    "cannot prepare the image of {}/{}: {e}",
+                    job.namespace, job.name
+                ))
+                .hint(hint)
+            };
+            let template_hint = || {
+                "fix the Dockerfile template (the project's `library` directory, or trainc's library/templates/)".to_owned()
+            };
+            let text = dockerfile::render(template, job, b, &bake_shown, false)
+                .map_err(|e| fail(e, template_hint()))?;
+            let neutral = dockerfile::render(template, job, b, &bake_shown, true)
+                .map_err(|e| fail(e, template_hint()))?;
+            let probes: Vec<String> = std::iter::once(&b.entrypoint)
+                .chain(&b.requirements)
+                .cloned()
+                .collect();
+            let (hash, print) = context::hash(&b.context, neutral.as_bytes(), &probes, generated)
+                .map_err(|e| {
+                fail(
+                    e,
+                    format!(
+                        "check `spec.build` in {}, and the context's .dockerignore",
+                        job.source
+                    ),
+                )
+            })?;
+            let build = ImageBuild {
+                namespace: job.namespace.clone(),
+                job: job.name.clone(),
+                source: job.source.clone(),
+                context: b.context_shown.clone(),
+                image: format!("{}:{}", b.repository, &hash[..TAG_LEN]),
+                dockerfile: text.into_bytes(),
+            };
+            Ok(Some((build, print)))
+        },
+    );
     let mut builds = Vec::new();
+    let mut prints = Vec::new();
     let mut diags = Vec::new();
     for (job, r) in jobs.iter_mut().zip(results) {
         match r {
-            Ok(Some(build)) => {
+            Ok(Some((build, print))) => {
+                prints.push(print);
                 for role in &mut job.roles {
                     if role.image.is_empty() {
                         role.image.clone_from(&build.image);
@@ -113,9 +124,11 @@ pub fn prepare(
     if !diags.is_empty() {
         return Err(diags);
     }
+    prints.sort();
+    prints.dedup();
     let mut tree = Tree::new();
     if builds.is_empty() {
-        return Ok(tree);
+        return Ok((tree, prints));
     }
     for b in &builds {
         tree.insert(dockerfile::path(&b.namespace, &b.job), b.dockerfile.clone());
@@ -124,5 +137,5 @@ pub fn prepare(
         BAKE_FILE.to_owned(),
         bake::render(&builds, &out_shown).into_bytes(),
     );
-    Ok(tree)
+    Ok((tree, prints))
 }
