@@ -36,9 +36,14 @@ impl Project {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with_cache(self.cache.path(), args)
+    }
+
+    /// `run` with another cache directory.
+    fn run_with_cache(&self, cache: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
         common::trainc()
             .current_dir(self.path())
-            .env("TRAINC_CACHE_DIR", self.cache.path())
+            .env("TRAINC_CACHE_DIR", cache)
             .args(args)
             .output()
             .expect("trainc runs")
@@ -242,12 +247,7 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
         ),
     ] {
         for _ in 0..2 {
-            let o = common::trainc()
-                .current_dir(p.path())
-                .env("TRAINC_CACHE_DIR", dir)
-                .args(["build", "-v"])
-                .output()
-                .expect("trainc runs");
+            let o = p.run_with_cache(dir, &["build", "-v"]);
             assert!(o.status.success(), "{}", stderr(&o));
             assert_eq!(
                 stdout(&o),
@@ -379,12 +379,7 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
     let file = p.cache.path().join("a-file");
     fs::write(&file, "").expect("write");
     for _ in 0..2 {
-        let o = common::trainc()
-            .current_dir(p.path())
-            .env("TRAINC_CACHE_DIR", file.join("cache"))
-            .args(["build", "-v"])
-            .output()
-            .expect("trainc runs");
+        let o = p.run_with_cache(file.join("cache"), &["build", "-v"]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(
             stdout(&o),
@@ -400,12 +395,7 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
     }
 
     // An empty TRAINC_CACHE_DIR turns the cache off.
-    let o = common::trainc()
-        .current_dir(p.path())
-        .env("TRAINC_CACHE_DIR", "")
-        .args(["build", "-v"])
-        .output()
-        .expect("trainc runs");
+    let o = p.run_with_cache("", &["build", "-v"]);
     assert!(o.status.success());
     assert_eq!(
         stderr(&o),
