@@ -241,17 +241,8 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-/// The output directory as messages name it: relative below the working
-/// directory, absolute elsewhere (`../../../tmp/x` helps nobody).
 fn shown(cwd: &Path, dir: &Path) -> String {
-    let s = crate::load::display_name(cwd, dir);
-    if s.is_empty() {
-        ".".to_owned()
-    } else if s.starts_with("../") {
-        dir.to_string_lossy().into_owned()
-    } else {
-        s
-    }
+    crate::load::shown_dir(cwd, dir)
 }
 
 /// A directory trainc writes, and what it should hold.

@@ -154,6 +154,13 @@ pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic
 const TEMP_PREFIX: &str = ".trainc-";
 const TEMP_SUFFIX: &str = ".tmp";
 
+/// Whether a file named `name` holding `bytes` is trainc's to delete when
+/// it is not among the files a build produces: a generated file, or a
+/// temporary file of an interrupted build.
+pub fn prunable(name: &str, bytes: &[u8]) -> bool {
+    (name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)) || emit::is_generated(bytes)
+}
+
 /// The files under `root` that trainc owns and no longer produces: files with
 /// the generated header, and temporary files of an interrupted build.
 /// Symlinks are never followed and never deleted; files without the header
@@ -180,10 +187,8 @@ fn prune(root: &Path, desired: &HashSet<&str>) -> Result<Vec<Change>, Diagnostic
         if desired.contains(rel.as_str()) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
-        let temp = name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX);
         let old = fs::read(entry.path()).map_err(|e| io_error(entry.path(), "read", &e))?;
-        if temp || emit::is_generated(&old) {
+        if prunable(&entry.file_name().to_string_lossy(), &old) {
             stale.push(Change {
                 path: rel,
                 op: Op::Delete,

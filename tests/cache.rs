@@ -231,15 +231,15 @@ fn ignored_context_files_keep_the_output_current() {
     assert_eq!(stderr(&o), HIT);
 }
 
-/// A cache inside an output directory or a build context would change what
-/// it records: it is not used there.
+/// A cache that overlaps an output directory or is reachable from a build
+/// context would change what it records: it is not used there.
 #[test]
 fn a_cache_inside_the_output_or_a_context_is_not_used() {
     let p = Project::built();
     for (dir, why) in [
         (
             "deploy/.cache",
-            "cache: compiling, because the cache directory lies inside deploy\n",
+            "cache: compiling, because the cache directory and deploy overlap\n",
         ),
         (
             "train/.cache",
@@ -256,6 +256,34 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
             assert_eq!(stderr(&o), why);
             assert!(!p.path().join(dir).exists(), "{dir}");
         }
+    }
+    // The cache's own directory as the output.
+    let cache = p.cache.path().to_str().expect("UTF-8");
+    let builds = format!("{cache}/builds");
+    let o = p.run(&["build", "-v", "-o", &builds]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("cache: compiling, because the cache directory and {builds} overlap\n")
+    );
+
+    // Through a symlink in the context: the first build takes the records
+    // into the image (as it would any file there); none is written after.
+    std::os::unix::fs::symlink(p.cache.path(), p.path().join("train/cache")).expect("symlink");
+    assert!(stdout(&p.run(&["build"])).starts_with("updated deploy"));
+    for _ in 0..2 {
+        let o = p.run(&["build", "-v"]);
+        assert_eq!(
+            stdout(&o),
+            "deploy and build are up to date (17 and 2 files)\n"
+        );
+        assert!(
+            stderr(&o).ends_with(
+                "cache: not recorded, because the cache directory lies inside the build context train\n"
+            ),
+            "{}",
+            stderr(&o)
+        );
     }
 }
 
@@ -401,6 +429,35 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         stderr(&o),
         "cache: compiling, because TRAINC_CACHE_DIR is empty, which turns it off\n"
     );
+}
+
+/// pre-commit builds its own trainc for the hook: it and the one on `PATH`
+/// keep a record each, instead of evicting each other's.
+#[test]
+fn each_trainc_binary_has_its_own_record() {
+    let p = Project::built();
+    let bin = tempfile::tempdir().expect("tempdir");
+    let hook = bin.path().join("trainc");
+    fs::copy(env!("CARGO_BIN_EXE_trainc"), &hook).expect("copy");
+    let run_hook = || {
+        std::process::Command::new(&hook)
+            .current_dir(p.path())
+            .env("TRAINC_CACHE_DIR", p.cache.path())
+            .args(["build", "--check", "-v"])
+            .output()
+            .expect("the copy runs")
+    };
+    let o = run_hook();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because no record of an earlier build\n"
+    );
+    assert_eq!(p.records().len(), 2);
+    for _ in 0..2 {
+        assert_eq!(stderr(&run_hook()), HIT);
+        assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+    }
 }
 
 /// `-o` elsewhere and the project's own output are separate records.

@@ -42,11 +42,14 @@ impl Request<'_> {
         )
     }
 
-    /// Which record this request uses: one per project, output directories
-    /// and paths, so that two builds of a project into different places do
-    /// not evict each other.
-    pub fn location(&self) -> String {
+    /// Which record this request uses: one per trainc executable, working
+    /// directory, project, output directories and paths, so that two builds
+    /// of a project into different places, or by two trainc binaries (the
+    /// one pre-commit builds for its hook and the one on `PATH`), do not
+    /// evict each other.
+    pub fn location(&self) -> Option<String> {
         let mut h = Hasher::new("location");
+        executable(&mut h)?;
         h.path(self.cwd);
         h.path(&self.project.root);
         for d in self.dirs() {
@@ -55,7 +58,7 @@ impl Request<'_> {
         for p in self.paths {
             h.path(p);
         }
-        h.finish()
+        Some(h.finish())
     }
 
     /// The key of the inputs as they are now, read as a build reads them

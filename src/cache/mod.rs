@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -67,15 +68,19 @@ impl Cache {
         let started = snapshot::mark();
         let dir = cache_dir()?;
         for out in req.dirs() {
-            if real(&dir).starts_with(real(&out)) {
+            let (cache, out_real) = (real(&dir), real(&out));
+            if cache.starts_with(&out_real) || out_real.starts_with(&cache) {
                 return Err(format!(
-                    "the cache directory lies inside {}",
+                    "the cache directory and {} overlap",
                     shown(req, &out)
                 ));
             }
         }
+        let location = req
+            .location()
+            .ok_or("the trainc executable cannot be inspected")?;
         Ok(Self {
-            file: dir.join("builds").join(format!("{}.json", req.location())),
+            file: dir.join("builds").join(format!("{location}.json")),
             dir,
             started,
         })
@@ -129,9 +134,11 @@ impl Cache {
                 }
             }
         }
+        // Best effort: the answer stands without it.
         if refreshed {
-            // Best effort: the answer stands without it.
             let _ = self.write(&record);
+        } else {
+            keep_alive(&self.file);
         }
         Ok(record.dests)
     }
@@ -143,11 +150,13 @@ impl Cache {
             .key(&read.sources, &read.library)
             .ok_or("the trainc executable cannot be inspected")?;
         // The record would change the context, and with it every tag.
-        if let Some(c) = read
-            .contexts
-            .iter()
-            .find(|c| real(&self.dir).starts_with(real(&c.dir)))
-        {
+        let cache = real(&self.dir);
+        if let Some(c) = read.contexts.iter().find(|c| {
+            cache.starts_with(real(&c.dir))
+                || c.links
+                    .iter()
+                    .any(|l| cache.starts_with(l) || l.starts_with(&cache))
+        }) {
             return Err(format!(
                 "the cache directory lies inside the build context {}",
                 shown(req, &c.dir)
@@ -169,10 +178,20 @@ impl Cache {
         let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
-            // Files trainc does not own are read; its own are not read back.
+            // Its own files are not read back. Any other file must be one the
+            // plan would leave alone: one it would prune can only have
+            // appeared after the plan looked.
             let hash = |rel: &str, path: &Path| match files.and_then(|f| f.get(rel)) {
                 Some(bytes) => Ok(snapshot::content_hash(bytes)),
-                None => Ok(snapshot::content_hash(&fs::read(path)?)),
+                None => {
+                    let bytes = fs::read(path)?;
+                    if crate::plan::prunable(rel.rsplit('/').next().unwrap_or(rel), &bytes) {
+                        return Err(std::io::Error::other(format!(
+                            "{rel} appeared while the build ran"
+                        )));
+                    }
+                    Ok(snapshot::content_hash(&bytes))
+                }
             };
             // Racy from the start of the build, not from now: a file that
             // another program changed after the plan compared it must not be
@@ -180,6 +199,21 @@ impl Cache {
             // wrote are hashed once by the next check, which then settles them.
             let entries = snapshot::take(&dir, self.started, hash)
                 .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
+            // And every file the plan wrote or kept must be there, as a file.
+            if let Some(files) = files {
+                let found: std::collections::HashSet<&str> = entries
+                    .iter()
+                    .flatten()
+                    .filter(|e| e.kind == snapshot::Kind::File)
+                    .map(|e| e.path.as_str())
+                    .collect();
+                if let Some(rel) = files.keys().find(|rel| !found.contains(*rel)) {
+                    return Err(format!(
+                        "{} cannot be recorded: {rel} went missing while the build ran",
+                        shown(req, &dir)
+                    ));
+                }
+            }
             outputs.push((dir, entries));
         }
         let record = Record {
@@ -208,13 +242,53 @@ impl Cache {
             .map_err(io)?;
         tmp.write_all(&bytes).map_err(io)?;
         tmp.persist(&self.file).map_err(|e| io(e.error))?;
+        sweep(&builds);
         Ok(())
     }
 }
 
-/// How messages name a directory: from the working directory, cleaned.
+/// Records not used for this long are deleted when another is written: each
+/// trainc binary, project and output directory has its own, and old ones
+/// would pile up.
+const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Marks a record as used (its mtime), at most once a day.
+fn keep_alive(file: &Path) {
+    let now = SystemTime::now();
+    let old = fs::metadata(file)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t + Duration::from_secs(24 * 3600) < now);
+    if old {
+        let _ = fs::File::options()
+            .write(true)
+            .open(file)
+            .and_then(|f| f.set_modified(now));
+    }
+}
+
+/// Deletes the records, and temporary files of interrupted writes, unused
+/// for [`UNUSED`].
+fn sweep(builds: &Path) {
+    let Ok(entries) = fs::read_dir(builds) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.ends_with(".json") || name.starts_with(".record-");
+        let unused = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t + UNUSED < now);
+        if ours && unused {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 fn shown(req: &Request, dir: &Path) -> String {
-    crate::load::normalize(Path::new(&crate::load::display_name(req.cwd, dir)))
+    crate::load::shown_dir(req.cwd, dir)
 }
 
 /// `path` with symlinks resolved as far as it exists, and cleaned
@@ -273,5 +347,78 @@ fn tag(dir: &Path) {
             tag,
             "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache of trainc builds; deleting it is safe.\n",
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::project::Project;
+    use crate::plan::Change;
+
+    /// A stray file that appears between the plan and the record (a generated
+    /// file the plan would have pruned, or a file it wrote going missing)
+    /// is not recorded as current.
+    #[test]
+    fn only_what_the_plan_would_leave_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let out = root.join("deploy");
+        fs::create_dir(&out).unwrap();
+        let generated = b"# Code generated by trainc. DO NOT EDIT.\n".to_vec();
+        fs::write(out.join("a.yaml"), &generated).unwrap();
+        let project = Project {
+            root: root.to_path_buf(),
+            file: None,
+            sources: Vec::new(),
+            output: out.clone(),
+            build_output: root.join("build"),
+            library: None,
+            defaults: Default::default(),
+            text: None,
+        };
+        let req = Request {
+            cwd: root,
+            project: &project,
+            paths: &[],
+            build_output: None,
+        };
+        let cache = Cache {
+            dir: root.join("cache"),
+            file: root.join("cache/builds/x.json"),
+            started: snapshot::mark(),
+        };
+        let plan = Plan {
+            root: out.clone(),
+            changes: vec![Change {
+                path: "a.yaml".into(),
+                op: Op::Unchanged,
+                old: Some(generated.clone()),
+                new: generated.clone(),
+            }],
+        };
+        let read = Read {
+            sources: Vec::new(),
+            library: String::new(),
+            contexts: Vec::new(),
+        };
+        fs::write(out.join("stray.yaml"), &generated).unwrap();
+        assert_eq!(
+            cache.save(&req, &read, &[&plan]),
+            Err("deploy cannot be recorded: stray.yaml appeared while the build ran".into())
+        );
+        fs::remove_file(out.join("stray.yaml")).unwrap();
+        fs::write(out.join(".trainc-x.tmp"), "").unwrap();
+        assert!(cache.save(&req, &read, &[&plan]).is_err(), "temporary file");
+        fs::remove_file(out.join(".trainc-x.tmp")).unwrap();
+        fs::remove_file(out.join("a.yaml")).unwrap();
+        assert_eq!(
+            cache.save(&req, &read, &[&plan]),
+            Err("deploy cannot be recorded: a.yaml went missing while the build ran".into())
+        );
+        fs::write(out.join("a.yaml"), &generated).unwrap();
+        fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
+        assert_eq!(cache.save(&req, &read, &[&plan]), Ok(()));
+        assert!(cache.file.is_file());
     }
 }

@@ -24,11 +24,15 @@ pub fn hash(
     probes: &[String],
     generated: &[&Path],
 ) -> Result<(String, ContextPrint), String> {
-    let (tag, digest) = scan(context, Some(dockerfile), probes, generated)?;
+    let mut links = Vec::new();
+    let (tag, digest) = scan(context, Some(dockerfile), probes, generated, &mut links)?;
+    links.sort();
+    links.dedup();
     let print = ContextPrint {
         dir: context.to_path_buf(),
         probes: probes.to_vec(),
         digest,
+        links,
     };
     Ok((tag.unwrap_or_default(), print))
 }
@@ -42,12 +46,16 @@ pub struct ContextPrint {
     pub dir: PathBuf,
     pub probes: Vec<String>,
     pub digest: String,
+    /// Where the symlinks walked in the context lead: the context reaches
+    /// into those places too.
+    pub links: Vec<PathBuf>,
 }
 
 impl ContextPrint {
     /// Whether the context is as this print describes it now.
     pub fn holds(&self, generated: &[&Path]) -> bool {
-        scan(&self.dir, None, &self.probes, generated).is_ok_and(|(_, d)| d == self.digest)
+        scan(&self.dir, None, &self.probes, generated, &mut Vec::new())
+            .is_ok_and(|(_, d)| d == self.digest)
     }
 }
 
@@ -58,6 +66,7 @@ fn scan(
     dockerfile: Option<&[u8]>,
     probes: &[String],
     generated: &[&Path],
+    links: &mut Vec<PathBuf>,
 ) -> Result<(Option<String>, String), String> {
     let mut tag = dockerfile.map(|d| {
         let mut h = Sha256::new();
@@ -82,7 +91,7 @@ fn scan(
         Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
     };
     let mut count = 0usize;
-    visit(context, &ignore, generated, |rel, path| {
+    visit(context, &ignore, generated, links, |rel, path| {
         let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
         let x: &[u8] = if executable(path) { b"x" } else { b"-" };
         for h in tag.iter_mut().chain([&mut print]) {
@@ -106,7 +115,8 @@ fn scan(
 }
 
 /// Calls `each(relative path, path)` for every file of `context` that the
-/// `.dockerignore` keeps, in sorted path order. Directories it leaves out
+/// `.dockerignore` keeps, in sorted path order, and adds the targets of the
+/// symlinks it follows to `links`. Directories it leaves out
 /// entirely (`.git`, data) are not walked. A context must leave out the
 /// `generated` directories and `.git`: they change whenever the tag does, or
 /// with every commit, and the tag would never settle.
@@ -114,6 +124,7 @@ fn visit(
     context: &Path,
     ignore: &DockerIgnore,
     generated: &[&Path],
+    links: &mut Vec<PathBuf>,
     mut each: impl FnMut(&str, &Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let generated: Vec<PathBuf> = generated
@@ -144,6 +155,9 @@ fn visit(
         });
     for entry in walker {
         let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
+        if entry.path_is_symlink() {
+            links.extend(entry.path().canonicalize().ok());
+        }
         if !entry.file_type().is_file() {
             continue;
         }

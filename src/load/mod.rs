@@ -333,6 +333,22 @@ pub fn discover(
     Ok(files)
 }
 
+/// A directory as messages name it: relative below the working directory,
+/// cleaned (`jobs/../train` → `train`), absolute elsewhere
+/// (`../../../tmp/x` helps nobody).
+pub fn shown_dir(cwd: &Path, dir: &Path) -> String {
+    let s = display_name(cwd, dir);
+    if Path::new(&s).is_absolute() {
+        return s;
+    }
+    let s = normalize(Path::new(&s));
+    if s == ".." || s.starts_with("../") {
+        dir.to_string_lossy().into_owned()
+    } else {
+        s
+    }
+}
+
 /// How a path is shown to users and in generated headers: relative to the
 /// project root when it lies below it, with `/` separators on every platform.
 /// A relative path cleaned lexically and `/`-separated: `jobs/../train` →
