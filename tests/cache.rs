@@ -243,20 +243,42 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
         ),
         (
             "train/.cache",
-            "cache: compiling, because no record of an earlier build\ncache: not recorded, because the cache directory lies inside the build context train\n",
+            "cache: compiling, because no record of an earlier build\ncache: not recorded, because the build context train reaches into the cache directory; leave it out in the context's .dockerignore\n",
+        ),
+        // Relative, and below an output directory that does not exist yet.
+        (
+            "new-out/.cache",
+            "cache: compiling, because the cache directory and new-out overlap\n",
         ),
     ] {
+        let args: &[&str] = if dir.starts_with("new-out") {
+            &["build", "-v", "-o", "new-out"]
+        } else {
+            &["build", "-v"]
+        };
         for _ in 0..2 {
-            let o = p.run_with_cache(dir, &["build", "-v"]);
+            let o = p.run_with_cache(dir, args);
             assert!(o.status.success(), "{}", stderr(&o));
-            assert_eq!(
-                stdout(&o),
-                "deploy and build are up to date (17 and 2 files)\n"
-            );
             assert_eq!(stderr(&o), why);
             assert!(!p.path().join(dir).exists(), "{dir}");
         }
     }
+    // Inside a context that leaves it out: used.
+    let ignore = p.path().join("train/.dockerignore");
+    let text = fs::read_to_string(&ignore).expect("read");
+    fs::write(&ignore, format!("{text}.cache\n")).expect("write");
+    assert!(
+        p.run_with_cache("train/.cache", &["build"])
+            .status
+            .success()
+    );
+    assert_eq!(
+        stderr(&p.run_with_cache("train/.cache", &["build", "-v"])),
+        HIT
+    );
+    fs::remove_dir_all(p.path().join("train/.cache")).expect("rm");
+    fs::write(&ignore, text).expect("write");
+    assert!(p.run(&["build"]).status.success());
     // The cache's own directory as the output.
     let cache = p.cache.path().to_str().expect("UTF-8");
     let builds = format!("{cache}/builds");
@@ -279,7 +301,7 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
         );
         assert!(
             stderr(&o).ends_with(
-                "cache: not recorded, because the cache directory lies inside the build context train\n"
+                "cache: not recorded, because the build context train reaches into the cache directory; leave it out in the context's .dockerignore\n"
             ),
             "{}",
             stderr(&o)

@@ -33,7 +33,7 @@ use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
@@ -66,7 +66,7 @@ impl Cache {
     /// The cache for `req`, or why there is none.
     pub fn open(req: &Request) -> Result<Self, String> {
         let started = snapshot::mark();
-        let dir = cache_dir()?;
+        let dir = req.cwd.join(cache_dir()?);
         for out in req.dirs() {
             let (cache, out_real) = (real(&dir), real(&out));
             if cache.starts_with(&out_real) || out_real.starts_with(&cache) {
@@ -151,14 +151,9 @@ impl Cache {
             .ok_or("the trainc executable cannot be inspected")?;
         // The record would change the context, and with it every tag.
         let cache = real(&self.dir);
-        if let Some(c) = read.contexts.iter().find(|c| {
-            cache.starts_with(real(&c.dir))
-                || c.links
-                    .iter()
-                    .any(|l| cache.starts_with(l) || l.starts_with(&cache))
-        }) {
+        if let Some(c) = read.contexts.iter().find(|c| c.reaches(&cache)) {
             return Err(format!(
-                "the cache directory lies inside the build context {}",
+                "the build context {} reaches into the cache directory; leave it out in the context's .dockerignore",
                 shown(req, &c.dir)
             ));
         }
@@ -276,7 +271,13 @@ fn sweep(builds: &Path) {
     for e in entries.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        let ours = name.ends_with(".json") || name.starts_with(".record-");
+        // Only names trainc gives: `<32 hex digits>.json`, `.record-XXXXXX`.
+        let ours = name
+            .strip_suffix(".json")
+            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            || name
+                .strip_prefix(".record-")
+                .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
         let unused = e
             .metadata()
             .and_then(|m| m.modified())
@@ -287,8 +288,13 @@ fn sweep(builds: &Path) {
     }
 }
 
+/// How messages name a directory: as status lines do, after resolving
+/// `..` and symlinks (a context is often `jobs/../train`).
 fn shown(req: &Request, dir: &Path) -> String {
-    crate::load::shown_dir(req.cwd, dir)
+    crate::load::shown_dir(
+        req.cwd,
+        &dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
+    )
 }
 
 /// `path` with symlinks resolved as far as it exists, and cleaned
@@ -420,5 +426,35 @@ mod tests {
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
         assert_eq!(cache.save(&req, &read, &[&plan]), Ok(()));
         assert!(cache.file.is_file());
+    }
+
+    /// Old records go; files trainc did not name stay, however old.
+    #[test]
+    fn the_sweep_deletes_only_old_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let builds = dir.path();
+        let old = SystemTime::now() - UNUSED - Duration::from_secs(60);
+        let names = [
+            ("0123456789abcdef0123456789abcdef.json", true),
+            (".record-a1B2c3", true),
+            ("report.json", false),
+            ("0123456789abcdef.json", false),
+            (".record-notours", false),
+        ];
+        for (name, _) in names {
+            let f = fs::File::create(builds.join(name)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        fs::write(builds.join("fedcba9876543210fedcba9876543210.json"), "").unwrap();
+        sweep(builds);
+        for (name, swept) in names {
+            assert_eq!(!builds.join(name).exists(), swept, "{name}");
+        }
+        assert!(
+            builds
+                .join("fedcba9876543210fedcba9876543210.json")
+                .exists(),
+            "in use"
+        );
     }
 }

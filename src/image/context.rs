@@ -46,12 +46,47 @@ pub struct ContextPrint {
     pub dir: PathBuf,
     pub probes: Vec<String>,
     pub digest: String,
-    /// Where the symlinks walked in the context lead: the context reaches
-    /// into those places too.
-    pub links: Vec<PathBuf>,
+    /// The symlinks walked in the context (relative path, real target): the
+    /// context reaches into those places too.
+    pub links: Vec<(String, PathBuf)>,
 }
 
 impl ContextPrint {
+    /// Whether a build of this context would read anything inside the
+    /// directory `path` (a real path): it lies in the context, or a symlink
+    /// of the context leads into or around it, and the `.dockerignore` does
+    /// not leave it out entirely. In doubt, yes.
+    pub fn reaches(&self, path: &Path) -> bool {
+        let ignore = match fs::read_to_string(self.dir.join(".dockerignore")) {
+            Ok(text) => DockerIgnore::parse(&text).ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DockerIgnore::parse("").ok(),
+            Err(_) => None,
+        };
+        let (Some(ignore), Ok(context)) = (ignore, self.dir.canonicalize()) else {
+            return true;
+        };
+        let left_out = |rel: &str| !rel.is_empty() && ignore.excludes_all_below(rel);
+        std::iter::once((String::new(), context))
+            .chain(self.links.iter().cloned())
+            .any(|(rel, base)| {
+                if let Ok(inner) = path.strip_prefix(&base) {
+                    let inner: Vec<_> = inner
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect();
+                    let below = [rel.as_str()]
+                        .into_iter()
+                        .chain(inner.iter().map(AsRef::as_ref))
+                        .filter(|s| !s.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    !left_out(&below)
+                } else {
+                    base.starts_with(path) && !left_out(&rel)
+                }
+            })
+    }
+
     /// Whether the context is as this print describes it now.
     pub fn holds(&self, generated: &[&Path]) -> bool {
         scan(&self.dir, None, &self.probes, generated, &mut Vec::new())
@@ -66,7 +101,7 @@ fn scan(
     dockerfile: Option<&[u8]>,
     probes: &[String],
     generated: &[&Path],
-    links: &mut Vec<PathBuf>,
+    links: &mut Vec<(String, PathBuf)>,
 ) -> Result<(Option<String>, String), String> {
     let mut tag = dockerfile.map(|d| {
         let mut h = Sha256::new();
@@ -124,7 +159,7 @@ fn visit(
     context: &Path,
     ignore: &DockerIgnore,
     generated: &[&Path],
-    links: &mut Vec<PathBuf>,
+    links: &mut Vec<(String, PathBuf)>,
     mut each: impl FnMut(&str, &Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let generated: Vec<PathBuf> = generated
@@ -155,8 +190,10 @@ fn visit(
         });
     for entry in walker {
         let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
-        if entry.path_is_symlink() {
-            links.extend(entry.path().canonicalize().ok());
+        if entry.path_is_symlink()
+            && let Ok(target) = entry.path().canonicalize()
+        {
+            links.push((rel_of(entry.path())?, target));
         }
         if !entry.file_type().is_file() {
             continue;
@@ -260,5 +297,36 @@ mod tests {
         assert!(!print.holds(&[]), "entry point gone");
         let e = hash(p, b"FROM x", &probes, &[]).unwrap_err();
         assert!(e.contains("`train.py` is no longer a file"), "{e}");
+    }
+
+    /// Whether a directory (the build cache) is read by a build of the
+    /// context: inside it or behind a symlink, unless left out entirely.
+    #[test]
+    fn a_context_reaches_what_it_holds_or_links_to_unless_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ctx = root.join("ctx");
+        let home = root.join("home");
+        fs::create_dir_all(ctx.join(".cache")).unwrap();
+        fs::create_dir_all(home.join(".cache")).unwrap();
+        fs::write(ctx.join("train.py"), "").unwrap();
+        std::os::unix::fs::symlink(&home, ctx.join("home")).unwrap();
+        let print = |ignore: &str| {
+            fs::write(ctx.join(".dockerignore"), ignore).unwrap();
+            hash(&ctx, b"FROM x", &[], &[]).unwrap().1
+        };
+        let p = print("");
+        assert!(p.reaches(&ctx.join(".cache")));
+        assert!(p.reaches(&home.join(".cache")), "through the symlink");
+        assert!(!p.reaches(&root.join("elsewhere")));
+        let p = print(".cache\nhome/.cache\n");
+        assert!(!p.reaches(&ctx.join(".cache")));
+        assert!(!p.reaches(&home.join(".cache")));
+        assert!(p.reaches(&home), "the rest of home is read");
+        // A `!` pattern could bring part of it back.
+        let p = print(".cache\nhome/.cache\n!train.py\n");
+        assert!(p.reaches(&ctx.join(".cache")));
+        let p = print("home\n");
+        assert!(!p.reaches(&home.join(".cache")));
     }
 }

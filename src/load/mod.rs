@@ -334,15 +334,12 @@ pub fn discover(
 }
 
 /// A directory as messages name it: relative below the working directory,
-/// cleaned (`jobs/../train` → `train`), absolute elsewhere
-/// (`../../../tmp/x` helps nobody).
+/// absolute elsewhere (`../../../tmp/x` helps nobody).
 pub fn shown_dir(cwd: &Path, dir: &Path) -> String {
     let s = display_name(cwd, dir);
-    if Path::new(&s).is_absolute() {
-        return s;
-    }
-    let s = normalize(Path::new(&s));
-    if s == ".." || s.starts_with("../") {
+    if s.is_empty() {
+        ".".to_owned()
+    } else if s.starts_with("../") {
         dir.to_string_lossy().into_owned()
     } else {
         s
