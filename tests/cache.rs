@@ -263,6 +263,14 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
             assert!(!p.path().join(dir).exists(), "{dir}");
         }
     }
+    // Named through an output directory, but not in it: used, and nothing
+    // is created in the output.
+    let dotted = "deploy/zz/../../.cache2";
+    assert!(p.run_with_cache(dotted, &["build"]).status.success());
+    assert_eq!(stderr(&p.run_with_cache(dotted, &["build", "-v"])), HIT);
+    assert!(!p.path().join("deploy/zz").exists());
+    assert!(p.path().join(".cache2/builds").is_dir());
+
     // Inside a context that leaves it out: used.
     let ignore = p.path().join("train/.dockerignore");
     let text = fs::read_to_string(&ignore).expect("read");
@@ -492,4 +500,47 @@ fn each_output_directory_has_its_own_record() {
     let o = p.run(&["build", "-o", "other", "-v"]);
     assert_eq!(stdout(&o), "other is up to date (17 files)\n");
     assert_eq!(stderr(&o), HIT);
+}
+
+/// A bind mount is another name for a directory that resolving symlinks
+/// cannot see: a cache mounted into a context is still not written. Needs
+/// unprivileged user namespaces (`unshare -rm`); skipped without them.
+#[test]
+fn a_cache_bind_mounted_into_a_context_is_not_written() {
+    let usable = std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !usable {
+        eprintln!("skipping: `unshare -rm` is not available here");
+        return;
+    }
+    let p = Project::built();
+    let outside = tempfile::tempdir().expect("tempdir");
+    fs::create_dir(p.path().join("train/mnt")).expect("mkdir");
+    let script = format!(
+        "mount --bind '{}' train/mnt && '{}' build && '{}' build -v && '{}' build -v",
+        outside.path().display(),
+        env!("CARGO_BIN_EXE_trainc"),
+        env!("CARGO_BIN_EXE_trainc"),
+        env!("CARGO_BIN_EXE_trainc"),
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .current_dir(p.path())
+        .env("TRAINC_CACHE_DIR", outside.path().join(".cache"))
+        .output()
+        .expect("unshare runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let not_recorded = "cache: not recorded, because the build context train reaches into the cache directory; leave it out in the context's .dockerignore\n";
+    let run = format!("cache: compiling, because no record of an earlier build\n{not_recorded}");
+    assert_eq!(stderr(&o), run.repeat(2));
+    // The tag settled: the last two builds found nothing to write.
+    assert!(
+        stdout(&o).ends_with(
+            "deploy and build are up to date (17 and 2 files)\ndeploy and build are up to date (17 and 2 files)\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -66,10 +66,13 @@ impl Cache {
     /// The cache for `req`, or why there is none.
     pub fn open(req: &Request) -> Result<Self, String> {
         let started = snapshot::mark();
-        let dir = req.cwd.join(cache_dir()?);
+        // Resolved and cleaned once: the checks below and the writes must
+        // mean the same directory (`deploy/x/../../c` is not in `deploy`,
+        // and creating it must not create `deploy/x`).
+        let dir = real(&req.cwd.join(cache_dir()?));
         for out in req.dirs() {
-            let (cache, out_real) = (real(&dir), real(&out));
-            if cache.starts_with(&out_real) || out_real.starts_with(&cache) {
+            let out_real = real(&out);
+            if dir.starts_with(&out_real) || out_real.starts_with(&dir) {
                 return Err(format!(
                     "the cache directory and {} overlap",
                     shown(req, &out)
@@ -150,8 +153,7 @@ impl Cache {
             .key(&read.sources, &read.library)
             .ok_or("the trainc executable cannot be inspected")?;
         // The record would change the context, and with it every tag.
-        let cache = real(&self.dir);
-        if let Some(c) = read.contexts.iter().find(|c| c.reaches(&cache)) {
+        if let Some(c) = read.contexts.iter().find(|c| c.reaches(&self.dir)) {
             return Err(format!(
                 "the build context {} reaches into the cache directory; leave it out in the context's .dockerignore",
                 shown(req, &c.dir)

@@ -24,15 +24,13 @@ pub fn hash(
     probes: &[String],
     generated: &[&Path],
 ) -> Result<(String, ContextPrint), String> {
-    let mut links = Vec::new();
-    let (tag, digest) = scan(context, Some(dockerfile), probes, generated, &mut links)?;
-    links.sort();
-    links.dedup();
+    let mut reach = Reach::default();
+    let (tag, digest) = scan(context, Some(dockerfile), probes, generated, &mut reach)?;
     let print = ContextPrint {
         dir: context.to_path_buf(),
         probes: probes.to_vec(),
         digest,
-        links,
+        reach,
     };
     Ok((tag.unwrap_or_default(), print))
 }
@@ -46,51 +44,89 @@ pub struct ContextPrint {
     pub dir: PathBuf,
     pub probes: Vec<String>,
     pub digest: String,
-    /// The symlinks walked in the context (relative path, real target): the
-    /// context reaches into those places too.
-    pub links: Vec<(String, PathBuf)>,
+    /// Where the walk went, for [`ContextPrint::reaches`]; not recorded.
+    #[serde(skip)]
+    pub reach: Reach,
+}
+
+/// The directories a walk of a context entered, by device and inode (a
+/// bind mount is another name for the same directory), and the symlinks
+/// it followed, with their paths relative to the context.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reach {
+    dirs: Vec<((u64, u64), String)>,
+    links: Vec<(String, PathBuf)>,
+}
+
+impl Reach {
+    fn dir(&mut self, path: &Path, rel: String) {
+        use std::os::unix::fs::MetadataExt as _;
+        if let Ok(m) = fs::metadata(path) {
+            self.dirs.push(((m.dev(), m.ino()), rel));
+        }
+    }
 }
 
 impl ContextPrint {
     /// Whether a build of this context would read anything inside the
-    /// directory `path` (a real path): it lies in the context, or a symlink
-    /// of the context leads into or around it, and the `.dockerignore` does
-    /// not leave it out entirely. In doubt, yes.
+    /// directory `path` (a real path): the walk entered it or a directory
+    /// above it (by any name: a symlink, a bind mount) and the
+    /// `.dockerignore` does not leave it out entirely, or a symlink leads
+    /// into it. In doubt, yes.
     pub fn reaches(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
         let ignore = match fs::read_to_string(self.dir.join(".dockerignore")) {
             Ok(text) => DockerIgnore::parse(&text).ok(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => DockerIgnore::parse("").ok(),
             Err(_) => None,
         };
-        let (Some(ignore), Ok(context)) = (ignore, self.dir.canonicalize()) else {
+        let Some(ignore) = ignore else {
             return true;
         };
         let left_out = |rel: &str| !rel.is_empty() && ignore.excludes_all_below(rel);
-        std::iter::once((String::new(), context))
-            .chain(self.links.iter().cloned())
-            .any(|(rel, base)| {
-                if let Ok(inner) = path.strip_prefix(&base) {
-                    let inner: Vec<_> = inner
-                        .components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect();
-                    let below = [rel.as_str()]
-                        .into_iter()
-                        .chain(inner.iter().map(AsRef::as_ref))
-                        .filter(|s| !s.is_empty())
-                        .collect::<Vec<_>>()
-                        .join("/");
-                    !left_out(&below)
-                } else {
-                    base.starts_with(path) && !left_out(&rel)
+        // The nearest directory at or above `path` that the walk entered.
+        let mut at = path;
+        let mut below: Vec<String> = Vec::new();
+        loop {
+            if let Ok(m) = fs::metadata(at)
+                && let Some((_, rel)) = self
+                    .reach
+                    .dirs
+                    .iter()
+                    .find(|(id, _)| *id == (m.dev(), m.ino()))
+            {
+                let rel = std::iter::once(rel.clone())
+                    .chain(below.into_iter().rev())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                return !left_out(&rel);
+            }
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    below.push(name.to_string_lossy().into_owned());
+                    at = parent;
                 }
-            })
+                _ => break,
+            }
+        }
+        // A symlink whose target lies inside.
+        self.reach
+            .links
+            .iter()
+            .any(|(rel, target)| target.starts_with(path) && !left_out(rel))
     }
 
     /// Whether the context is as this print describes it now.
     pub fn holds(&self, generated: &[&Path]) -> bool {
-        scan(&self.dir, None, &self.probes, generated, &mut Vec::new())
-            .is_ok_and(|(_, d)| d == self.digest)
+        scan(
+            &self.dir,
+            None,
+            &self.probes,
+            generated,
+            &mut Reach::default(),
+        )
+        .is_ok_and(|(_, d)| d == self.digest)
     }
 }
 
@@ -101,7 +137,7 @@ fn scan(
     dockerfile: Option<&[u8]>,
     probes: &[String],
     generated: &[&Path],
-    links: &mut Vec<(String, PathBuf)>,
+    reach: &mut Reach,
 ) -> Result<(Option<String>, String), String> {
     let mut tag = dockerfile.map(|d| {
         let mut h = Sha256::new();
@@ -126,7 +162,7 @@ fn scan(
         Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
     };
     let mut count = 0usize;
-    visit(context, &ignore, generated, links, |rel, path| {
+    visit(context, &ignore, generated, reach, |rel, path| {
         let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
         let x: &[u8] = if executable(path) { b"x" } else { b"-" };
         for h in tag.iter_mut().chain([&mut print]) {
@@ -150,8 +186,8 @@ fn scan(
 }
 
 /// Calls `each(relative path, path)` for every file of `context` that the
-/// `.dockerignore` keeps, in sorted path order, and adds the targets of the
-/// symlinks it follows to `links`. Directories it leaves out
+/// `.dockerignore` keeps, in sorted path order, and notes in `reach` the
+/// directories it enters and the symlinks it follows. Directories it leaves out
 /// entirely (`.git`, data) are not walked. A context must leave out the
 /// `generated` directories and `.git`: they change whenever the tag does, or
 /// with every commit, and the tag would never settle.
@@ -159,7 +195,7 @@ fn visit(
     context: &Path,
     ignore: &DockerIgnore,
     generated: &[&Path],
-    links: &mut Vec<(String, PathBuf)>,
+    reach: &mut Reach,
     mut each: impl FnMut(&str, &Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let generated: Vec<PathBuf> = generated
@@ -178,6 +214,7 @@ fn visit(
             .collect::<Vec<_>>()
             .join("/"))
     };
+    reach.dir(context, String::new());
     // Symlinks are visited as the file they point to, as the builder copies it.
     let walker = walkdir::WalkDir::new(context)
         .follow_links(true)
@@ -193,7 +230,10 @@ fn visit(
         if entry.path_is_symlink()
             && let Ok(target) = entry.path().canonicalize()
         {
-            links.push((rel_of(entry.path())?, target));
+            reach.links.push((rel_of(entry.path())?, target));
+        }
+        if entry.file_type().is_dir() {
+            reach.dir(entry.path(), rel_of(entry.path())?);
         }
         if !entry.file_type().is_file() {
             continue;
