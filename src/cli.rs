@@ -373,11 +373,26 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     ])
 }
 
-fn counts(plans: &[(Plan, String)]) -> Vec<(usize, &str)> {
-    plans
-        .iter()
-        .map(|(p, d)| (p.changes.len(), d.as_str()))
-        .collect()
+/// The status lines of planned (or written) directories: one line when
+/// every directory is current, else a line per directory, `changed` saying
+/// what happens to those that are not.
+fn status(plans: &[(Plan, String)], changed: impl Fn(&Plan, &str) -> String) -> String {
+    let line = |plan: &Plan, dir: &str| {
+        if plan.is_noop() {
+            format!("{}\n", up_to_date(&[(plan.changes.len(), dir)]))
+        } else {
+            changed(plan, dir)
+        }
+    };
+    if plans.iter().all(|(p, _)| p.is_noop()) {
+        let dirs: Vec<(usize, &str)> = plans
+            .iter()
+            .map(|(p, d)| (p.changes.len(), d.as_str()))
+            .collect();
+        format!("{}\n", up_to_date(&dirs))
+    } else {
+        plans.iter().map(|(p, d)| line(p, d)).collect()
+    }
 }
 
 /// Plans every destination; the first refusal ends it.
@@ -393,12 +408,12 @@ fn plan_all(
 
 /// `deploy is up to date (17 files)`, or for several directories
 /// `deploy and build are up to date (17 and 2 files)`.
-fn up_to_date(dirs: &[(usize, &str)]) -> String {
+fn up_to_date(dirs: &[(usize, impl AsRef<str>)]) -> String {
     match dirs {
-        [(n, dir)] => format!("{dir} is up to date ({})", plural(*n, "file")),
+        [(n, dir)] => format!("{} is up to date ({})", dir.as_ref(), plural(*n, "file")),
         _ => {
             let counts: Vec<String> = dirs.iter().map(|(n, _)| n.to_string()).collect();
-            let dirs: Vec<&str> = dirs.iter().map(|(_, d)| *d).collect();
+            let dirs: Vec<&str> = dirs.iter().map(|(_, d)| d.as_ref()).collect();
             format!(
                 "{} are up to date ({} files)",
                 dirs.join(" and "),
@@ -474,8 +489,6 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 } else {
                     let dirs: Vec<(usize, String)> =
                         dests.iter().map(|(d, n)| (*n, shown(&cwd, d))).collect();
-                    let dirs: Vec<(usize, &str)> =
-                        dirs.iter().map(|(n, d)| (*n, d.as_str())).collect();
                     let _ = writeln!(stdout, "{}", up_to_date(&dirs));
                 }
                 return Ok(Status::Ok);
@@ -492,24 +505,23 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             };
             if check {
                 let plans = plan_all(dests, &fail)?;
-                if plans.iter().all(|(p, _)| p.is_noop()) {
+                let current = plans.iter().all(|(p, _)| p.is_noop());
+                if current {
                     record(&plans);
-                    let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
-                    return Ok(Status::Ok);
                 }
-                for (plan, dir) in &plans {
-                    if plan.is_noop() {
-                        let _ = writeln!(
-                            stdout,
-                            "{}",
-                            up_to_date(&[(plan.changes.len(), dir.as_str())])
-                        );
-                        continue;
-                    }
-                    let _ = writeln!(stdout, "{dir} is stale: {}", summary(plan));
-                    for c in plan.pending() {
-                        let _ = writeln!(stdout, "{} {dir}/{}", c.op.sign(), c.path);
-                    }
+                let _ = write!(
+                    stdout,
+                    "{}",
+                    status(&plans, |plan, dir| {
+                        let mut s = format!("{dir} is stale: {}\n", summary(plan));
+                        for c in plan.pending() {
+                            s.push_str(&format!("{} {dir}/{}\n", c.op.sign(), c.path));
+                        }
+                        s
+                    })
+                );
+                if current {
+                    return Ok(Status::Ok);
                 }
                 let _ = writeln!(stdout, "run `trainc build` and commit the result");
                 return Ok(Status::Changes);
@@ -533,21 +545,14 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 return Ok(Status::Ok);
             }
             // Nothing to do is one line, however many directories.
-            if plans.iter().all(|(p, _)| p.is_noop()) {
-                let _ = writeln!(stdout, "{}", up_to_date(&counts(&plans)));
-                return Ok(Status::Ok);
-            }
-            for (plan, dir) in &plans {
-                if plan.is_noop() {
-                    let _ = writeln!(
-                        stdout,
-                        "{}",
-                        up_to_date(&[(plan.changes.len(), dir.as_str())])
-                    );
-                } else {
-                    let _ = writeln!(stdout, "updated {dir}: {}", summary(plan));
-                }
-            }
+            let _ = write!(
+                stdout,
+                "{}",
+                status(&plans, |plan, dir| format!(
+                    "updated {dir}: {}\n",
+                    summary(plan)
+                ))
+            );
             Ok(Status::Ok)
         }
         Command::Diff {

@@ -87,16 +87,13 @@ fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
 #[test]
 fn a_python_without_tensorflow_is_a_clear_error() {
     let dir = scratch_example("mnist");
-    let o = run(
-        dir.path(),
-        &[
-            "run",
-            "--local",
-            "jobs/mnist.yaml",
-            "--python",
-            "/nonexistent/python3",
-        ],
-    );
+    let with_python = |python: &str| {
+        run(
+            dir.path(),
+            &["run", "--local", "jobs/mnist.yaml", "--python", python],
+        )
+    };
+    let o = with_python("/nonexistent/python3");
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -108,16 +105,7 @@ fn a_python_without_tensorflow_is_a_clear_error() {
     let fake = dir.path().join("python-without-tf");
     std::fs::write(&fake, "#!/bin/sh\nexit 1\n").expect("write");
     set_executable(&fake);
-    let o = run(
-        dir.path(),
-        &[
-            "run",
-            "--local",
-            "jobs/mnist.yaml",
-            "--python",
-            "./python-without-tf",
-        ],
-    );
+    let o = with_python("./python-without-tf");
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
