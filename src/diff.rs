@@ -1,6 +1,8 @@
-//! What a build would change, for people and tools: a per-resource summary
-//! with the changed field paths, then unified diffs per file.
+//! Stage 5 (report): what a build would change, for people and tools: the
+//! training runs that start again, a per-resource summary with the changed
+//! field paths, then unified diffs per file.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
@@ -8,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use similar::TextDiff;
 
+use crate::compile::{FORMAT_ANNOTATION, RUN_LABEL};
 use crate::emit::KUSTOMIZATION;
 use crate::plan::{Change, Op, Plan};
 
@@ -20,7 +23,149 @@ pub struct Report {
     pub update: usize,
     pub delete: usize,
     pub unchanged: usize,
+    /// Training runs that start, start again or stop: what costs GPU hours.
+    pub runs: Vec<RunChange>,
     pub changes: Vec<Entry>,
+}
+
+/// A training run the change starts, starts again, or stops. A run is named
+/// by its identity (`mnist-8b16ab`), which changes whenever anything that
+/// reaches its pods does; see `compile::identity`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunChange {
+    /// `rerun` (the old run is deleted and a new one trains from the
+    /// start), `start` (a new job) or `stop` (a removed job).
+    pub op: &'static str,
+    /// `<namespace>/<job>`.
+    pub job: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+    /// Why, for re-runs: the definition, the target, or trainc's output
+    /// format changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl RunChange {
+    /// `re-run ml/mnist: mnist-4e20cf → mnist-8b16ab (the definition changed)`.
+    pub fn line(&self) -> String {
+        let name = |n: &Option<String>| n.clone().unwrap_or_default();
+        match self.op {
+            "rerun" => format!(
+                "re-run {}: {} → {}, every task starts again ({})",
+                self.job,
+                name(&self.old),
+                name(&self.new),
+                self.reason.as_deref().unwrap_or("the definition changed")
+            ),
+            "start" => format!("start {}: {}", self.job, name(&self.new)),
+            _ => format!("stop {}: {} is deleted", self.job, name(&self.old)),
+        }
+    }
+}
+
+/// What one side (old or new) of a job directory says about its run.
+#[derive(Debug, Default)]
+struct RunSide {
+    names: BTreeSet<String>,
+    /// Kind of the run object (`Job`, `JobSet`, `TFJob`): the target.
+    kind: Option<String>,
+    format: Option<String>,
+}
+
+impl RunSide {
+    /// Objects of a run carry its name as a label; Jobs written before runs
+    /// had names carry their own name instead.
+    fn add(&mut self, doc: &Value) {
+        let meta = &doc["metadata"];
+        let labels = &meta["labels"];
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        let run = match labels[RUN_LABEL].as_str() {
+            Some(run) => run,
+            None if kind == "Job" && labels["trainc.dev/job"].is_string() => {
+                meta["name"].as_str().unwrap_or_default()
+            }
+            None => return,
+        };
+        self.names.insert(run.to_owned());
+        if matches!(kind, "Job" | "JobSet" | "TFJob") {
+            self.kind = Some(kind.to_owned());
+            self.format = Some(
+                meta["annotations"][FORMAT_ANNOTATION]
+                    .as_str()
+                    .unwrap_or("0")
+                    .to_owned(),
+            );
+        }
+    }
+
+    fn shown(&self) -> Option<String> {
+        match self.names.len() {
+            0 => None,
+            1 => self.names.first().cloned(),
+            n => Some(format!(
+                "{} and {} more",
+                self.names.first().cloned().unwrap_or_default(),
+                n - 1
+            )),
+        }
+    }
+}
+
+fn target_of_kind(kind: &str) -> &str {
+    match kind {
+        "JobSet" => "jobset",
+        "TFJob" => "tfjob",
+        _ => "kubernetes",
+    }
+}
+
+/// The runs whose names differ between the old and the new files of their
+/// job directory.
+fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
+    let mut out = Vec::new();
+    for (job, (old, new)) in sides {
+        if old.names == new.names {
+            continue;
+        }
+        let (op, reason) = match (old.names.is_empty(), new.names.is_empty()) {
+            (true, _) => ("start", None),
+            (_, true) => ("stop", None),
+            _ => {
+                let (ok, nk) = (
+                    old.kind.as_deref().unwrap_or_default(),
+                    new.kind.as_deref().unwrap_or_default(),
+                );
+                let reason = if ok != nk {
+                    format!(
+                        "the target changed: {} → {}",
+                        target_of_kind(ok),
+                        target_of_kind(nk)
+                    )
+                } else if old.format != new.format {
+                    format!(
+                        "this trainc renders `{}` runs in a new format: {} → {}",
+                        target_of_kind(nk),
+                        old.format.as_deref().unwrap_or("0"),
+                        new.format.as_deref().unwrap_or("0")
+                    )
+                } else {
+                    "the definition changed".to_owned()
+                };
+                ("rerun", Some(reason))
+            }
+        };
+        out.push(RunChange {
+            op,
+            job,
+            old: old.shown(),
+            new: new.shown(),
+            reason,
+        });
+    }
+    out
 }
 
 /// One changed file and the resource it holds.
@@ -41,6 +186,9 @@ pub struct Entry {
     pub fields: Vec<FieldChange>,
     /// Unified diff of the file.
     pub diff: String,
+    /// The directory of the file inside the output, to find its run.
+    #[serde(skip)]
+    dir: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,12 +232,29 @@ fn parse(bytes: &[u8]) -> Option<Value> {
 /// The changes of one plan; paths are shown below `shown`, the directory as
 /// messages name it, so they read (and apply) from the working directory.
 pub fn report(plan: &Plan, shown: &str) -> Report {
-    let changes = plan.pending().map(|c| entry(c, shown)).collect();
+    let mut sides: BTreeMap<String, (RunSide, RunSide)> = BTreeMap::new();
+    let changes = plan
+        .pending()
+        .map(|c| {
+            let (e, old, new) = entry(c, shown);
+            if let Some((dir, _)) = c.path.rsplit_once('/') {
+                let side = sides.entry(dir.to_owned()).or_default();
+                if let Some(old) = &old {
+                    side.0.add(old);
+                }
+                if let Some(new) = &new {
+                    side.1.add(new);
+                }
+            }
+            e
+        })
+        .collect();
     Report {
         create: plan.count(Op::Create),
         update: plan.count(Op::Update),
         delete: plan.count(Op::Delete),
         unchanged: plan.count(Op::Unchanged),
+        runs: runs(sides),
         changes,
     }
 }
@@ -102,6 +267,7 @@ impl Report {
             update: 0,
             delete: 0,
             unchanged: 0,
+            runs: Vec::new(),
             changes: Vec::new(),
         };
         for r in reports {
@@ -109,13 +275,15 @@ impl Report {
             all.update += r.update;
             all.delete += r.delete;
             all.unchanged += r.unchanged;
+            all.runs.extend(r.runs);
             all.changes.extend(r.changes);
         }
         all
     }
 }
 
-fn entry(c: &Change, shown: &str) -> Entry {
+/// One change as reported, with its old and new documents parsed.
+fn entry(c: &Change, shown: &str) -> (Entry, Option<Value>, Option<Value>) {
     let shown_path = if shown == "." {
         c.path.clone()
     } else {
@@ -162,7 +330,7 @@ fn entry(c: &Change, shown: &str) -> Entry {
         .context_radius(3)
         .header(&format!("a/{shown_path}"), &format!("b/{shown_path}"))
         .to_string();
-    Entry {
+    let e = Entry {
         op: op_name(c.op),
         path: shown_path.clone(),
         kind,
@@ -170,7 +338,13 @@ fn entry(c: &Change, shown: &str) -> Entry {
         name,
         fields,
         diff,
-    }
+        dir: c
+            .path
+            .rsplit_once('/')
+            .map(|p| p.0.to_owned())
+            .unwrap_or_default(),
+    };
+    (e, old, new)
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -278,6 +452,46 @@ fn field_line(f: &FieldChange) -> String {
     }
 }
 
+/// The fields of an entry worth showing a person: a field whose change is
+/// only the run's new name is said once, by the re-run line.
+fn shown_fields<'a>(r: &Report, e: &'a Entry) -> (Vec<&'a FieldChange>, bool) {
+    let rerun = r
+        .runs
+        .iter()
+        .find(|x| x.op == "rerun" && x.job == e.dir)
+        .and_then(|x| Some((x.old.as_deref()?, x.new.as_deref()?)));
+    let Some((old_run, new_run)) = rerun else {
+        return (e.fields.iter().collect(), false);
+    };
+    let renamed = |f: &&FieldChange| match (&f.old, &f.new) {
+        (Some(o), Some(n)) => o.replace(old_run, new_run) == *n,
+        _ => false,
+    };
+    let kept: Vec<&FieldChange> = e.fields.iter().filter(|f| !renamed(f)).collect();
+    let any_renamed = kept.len() < e.fields.len();
+    (kept, any_renamed)
+}
+
+/// `1 training run starts again, 1 starts:`.
+fn runs_heading(r: &Report) -> String {
+    let count = |op: &str| r.runs.iter().filter(|x| x.op == op).count();
+    let mut parts = Vec::new();
+    match count("rerun") {
+        0 => {}
+        1 => parts.push("1 training run starts again".to_owned()),
+        n => parts.push(format!("{n} training runs start again")),
+    }
+    for (op, one, many) in [("start", "starts", "start"), ("stop", "stops", "stop")] {
+        match (count(op), parts.is_empty()) {
+            (0, _) => {}
+            (1, true) => parts.push(format!("1 training run {one}")),
+            (n, true) => parts.push(format!("{n} training runs {many}")),
+            (n, false) => parts.push(format!("{n} {}", if n == 1 { one } else { many })),
+        }
+    }
+    format!("{}:", parts.join(", "))
+}
+
 fn totals(r: &Report) -> String {
     format!(
         "{} to create, {} to update, {} to delete, {} unchanged",
@@ -304,6 +518,14 @@ pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
         let _ = writeln!(out, "no changes ({} unchanged)", r.unchanged);
         return out;
     }
+    if !r.runs.is_empty() {
+        let _ = writeln!(out, "{}", paint(Style::new().bold(), &runs_heading(r)));
+        for run in &r.runs {
+            let style = if run.op == "stop" { red } else { yellow };
+            let _ = writeln!(out, "  {}", paint(style, &run.line()));
+        }
+        let _ = writeln!(out);
+    }
     for e in r
         .changes
         .iter()
@@ -315,7 +537,11 @@ pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
             _ => ('~', yellow),
         };
         let _ = writeln!(out, "{}", paint(style, &format!("{sign} {}", e.resource())));
-        for f in &e.fields {
+        let (fields, renamed) = shown_fields(r, e);
+        if renamed {
+            let _ = writeln!(out, "    renamed with the run");
+        }
+        for f in fields {
             let _ = writeln!(out, "    {}", field_line(f));
         }
     }
@@ -352,6 +578,13 @@ pub fn render_markdown(r: &Report, stat: bool) -> String {
         let _ = writeln!(out, "No changes ({} files unchanged).", r.unchanged);
         return out;
     }
+    if !r.runs.is_empty() {
+        let _ = writeln!(out, "**{}**\n", runs_heading(r));
+        for run in &r.runs {
+            let _ = writeln!(out, "- {}", run.line().replace('`', "'"));
+        }
+        let _ = writeln!(out);
+    }
     let _ = writeln!(out, "{}.\n", totals(r));
     let _ = writeln!(out, "| | resource | changed fields |\n|---|---|---|");
     for e in r
@@ -359,10 +592,14 @@ pub fn render_markdown(r: &Report, stat: bool) -> String {
         .iter()
         .filter(|e| e.is_resource() || e.kind == "File")
     {
-        let fields: Vec<String> = e
-            .fields
-            .iter()
-            .map(|f| format!("`{}`", field_line(f).replace('|', "\\|").replace('`', "'")))
+        let (kept, renamed) = shown_fields(r, e);
+        let fields: Vec<String> = renamed
+            .then(|| "renamed with the run".to_owned())
+            .into_iter()
+            .chain(
+                kept.iter()
+                    .map(|f| format!("`{}`", field_line(f).replace('|', "\\|").replace('`', "'"))),
+            )
             .collect();
         let sign = match e.op {
             "create" => "+",

@@ -1,7 +1,7 @@
 //! Names of generated objects. Validation and compilation both call these, so
 //! the length checks measure exactly the names that will be written.
 
-/// Hex digits of the Job spec hash in Job names (`mnist-worker-0-7f3a9c`).
+/// Hex digits of the run hash in run names (`mnist-8b16ab`).
 pub const HASH_LEN: usize = 6;
 
 /// Longest name of a Service, a Job or a Deployment: a DNS-1035 label (Service
@@ -14,19 +14,29 @@ pub const SUBDOMAIN_MAX: usize = 253;
 /// reserved like a name, so validation and the pod builder share it.
 pub const CLUSTER_SPEC_MOUNT: &str = "/etc/trainc";
 
-/// Stable name of a task: its headless Service, and the stem of its Job's name.
-pub fn task(job: &str, role: &str, index: u32) -> String {
-    format!("{job}-{role}-{index}")
+/// A training run: the job name plus a hash of everything that reaches the
+/// run's pods (see [`crate::compile::identity`]). Every object of the run is
+/// named after it, so a changed run is a new set of objects.
+pub fn run(job: &str, hash: &str) -> String {
+    format!("{job}-{hash}")
 }
 
-/// A task's Job: the stable task name plus a hash of the Job's own spec, so a
-/// changed pod template creates a new Job instead of patching an immutable one.
-pub fn task_job(job: &str, role: &str, index: u32, hash: &str) -> String {
-    format!("{}-{hash}", task(job, role, index))
+/// A task of a run: `<run>-<role>-<index>` (its Job and pod host name on the
+/// `kubernetes` target, its pod and Service under the Kubeflow operators).
+/// With the job name in place of the run, the stem of its file name.
+pub fn task(run: &str, role: &str, index: u32) -> String {
+    format!("{run}-{role}-{index}")
 }
 
-pub fn cluster_spec(job: &str) -> String {
-    format!("{job}-cluster-spec")
+/// The host name JobSet gives the one pod of Job `index` of a replicated
+/// Job: `<jobset>-<replicatedJob>-<jobIndex>-<completionIndex>`.
+pub fn jobset_pod(run: &str, role: &str, index: u32) -> String {
+    format!("{}-0", task(run, role, index))
+}
+
+/// The cluster-spec ConfigMap of a run (with the job name: its file stem).
+pub fn cluster_spec(run: &str) -> String {
+    format!("{run}-cluster-spec")
 }
 
 pub fn tensorboard(job: &str) -> String {

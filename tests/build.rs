@@ -14,7 +14,7 @@ fn builds_with_no_arguments_from_the_project_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 17 created, 0 updated, 0 deleted, 0 unchanged\n\
+        "updated deploy: 13 created, 0 updated, 0 deleted, 0 unchanged\n\
          updated build: 2 created, 0 updated, 0 deleted, 0 unchanged\n"
     );
     let tree = read_tree(&dir.path().join("deploy"));
@@ -56,9 +56,9 @@ fn rebuild_without_changes_touches_nothing() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (17 and 2 files)\n"
+        "deploy and build are up to date (13 and 2 files)\n"
     );
-    assert_eq!(files.len(), 19);
+    assert_eq!(files.len(), 15);
     for f in &files {
         assert_eq!(
             fs::metadata(f).expect("stat").modified().expect("mtime"),
@@ -159,7 +159,7 @@ fn invalid_input_writes_and_deletes_nothing() {
 #[test]
 fn refuses_to_overwrite_a_hand_written_file_and_writes_nothing_else() {
     let dir = scratch_example("mnist");
-    let mine = dir.path().join("deploy/ml/mnist/service-mnist-ps-0.yaml");
+    let mine = dir.path().join("deploy/ml/mnist/service-mnist.yaml");
     fs::create_dir_all(mine.parent().expect("parent")).expect("mkdir");
     fs::write(&mine, "# mine\napiVersion: v1\n").expect("write");
     let o = run(dir.path(), &["build"]);

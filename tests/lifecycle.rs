@@ -131,7 +131,7 @@ fn pruning_never_follows_a_symlink_out_of_the_output_directory() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (17 and 2 files)\n"
+        "deploy and build are up to date (13 and 2 files)\n"
     );
     assert!(victim.exists());
     assert!(dir.path().join("deploy/ml/elsewhere").is_symlink());
@@ -147,7 +147,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     let dir = scratch_example("mnist");
     let o = run(dir.path(), &["build", "--check"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("deploy is stale: 17 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("deploy is stale: 13 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
     assert!(
         !dir.path().join("deploy").exists(),
         "--check created nothing"
@@ -158,7 +158,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (17 and 2 files)\n"
+        "deploy and build are up to date (13 and 2 files)\n"
     );
 
     edit(
@@ -197,15 +197,16 @@ fn check_reports_stale_output_and_writes_nothing() {
 fn check_notices_a_hand_edited_generated_file() {
     let dir = scratch_example("mnist");
     assert!(run(dir.path(), &["build"]).status.success());
-    let f = dir.path().join("deploy/ml/mnist/service-mnist-ps-0.yaml");
-    let text = fs::read_to_string(&f)
-        .expect("read")
-        .replace("port: 2222", "port: 2223");
+    let f = dir.path().join("deploy/ml/mnist/service-mnist.yaml");
+    let text = fs::read_to_string(&f).expect("read").replace(
+        "publishNotReadyAddresses: true",
+        "publishNotReadyAddresses: false",
+    );
     fs::write(&f, text).expect("write");
     let o = run(dir.path(), &["build", "--check"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stdout(&o).contains("~ deploy/ml/mnist/service-mnist-ps-0.yaml"),
+        stdout(&o).contains("~ deploy/ml/mnist/service-mnist.yaml"),
         "{}",
         stdout(&o)
     );
@@ -217,7 +218,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert!(run(dir.path(), &["build"]).status.success());
     let o = run(dir.path(), &["diff"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "no changes (19 unchanged)\n");
+    assert_eq!(stdout(&o), "no changes (15 unchanged)\n");
 
     edit(
         dir.path(),
@@ -477,6 +478,6 @@ fn a_symlink_to_the_output_among_the_sources_is_not_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (17 and 2 files)\n"
+        "deploy and build are up to date (13 and 2 files)\n"
     );
 }

@@ -1,133 +1,125 @@
-//! Target `kubernetes`: plain Jobs and Services, no operator needed.
+//! Stage 3 (compile), target `kubernetes`: plain Jobs and one headless
+//! Service per run, no operator needed.
 //!
-//! Per task one headless Service (stable DNS, what `TF_CONFIG` names) and one
-//! Job whose name carries a hash of its own spec. A Job's pod template is
-//! immutable: when the definition changes, the hash changes, so the GitOps
-//! controller creates a new Job and prunes the old one instead of failing to
-//! patch it. Services, DNS names and `TF_CONFIG` stay the same.
+//! Every task is a Job of one pod named `<run>-<role>-<i>`, whose pod takes
+//! that name as its host name under the run's headless Service, so its DNS
+//! name is `<run>-<role>-<i>.<run>.<namespace>.svc`. The run name carries a
+//! hash of the whole run ([`super::identity`]): a changed definition is a
+//! new set of Jobs, a new Service and new DNS names, and the old run is
+//! pruned as a whole. Kubernetes itself knows nothing of the run: each Job
+//! restarts and finishes on its own, and parameter servers never finish.
 
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use sha2::{Digest, Sha256};
+use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
-use crate::compile::cluster_spec::ClusterSpec;
-use crate::compile::{Manifest, meta, pod, storage, tensorboard};
-use crate::model::Job;
+use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::job::{Role, RoleKind};
 use crate::names;
 
+/// Output-format version of this target: bump it whenever a release renders
+/// a run's objects differently, so that every run gets a new name.
+pub const FORMAT: u32 = 1;
+
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-pub fn compile(job: &Job) -> Result<Vec<Manifest>, String> {
-    let cluster = ClusterSpec::of(job);
-    let mut out = vec![cluster_spec_config_map(job, &cluster)];
+pub fn compile(run: &Run) -> Vec<Manifest> {
+    let job = run.job;
+    let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
+        format!(
+            "{}.{}.{}.svc:{port}",
+            names::task(&run.name, kind.as_str(), i),
+            run.name,
+            job.namespace
+        )
+    });
+    let mut out = vec![run.cluster_spec_config_map(&cluster), service(run)];
     for role in &job.roles {
         for index in 0..role.replicas {
-            if role.kind != RoleKind::Evaluator {
-                out.push(task_service(job, role, index));
-            }
-            out.push(task_job(job, role, index, &cluster)?);
+            out.push(task_job(run, role, index, &cluster));
         }
     }
-    out.extend(storage::manifests(job));
-    out.extend(tensorboard::manifests(job));
-    Ok(out)
+    out
 }
 
-/// The cluster spec, for review and for programs that read it from
-/// `/etc/trainc` rather than `TF_CONFIG`.
-fn cluster_spec_config_map(job: &Job, cluster: &ClusterSpec) -> Manifest {
-    let name = names::cluster_spec(&job.name);
-    let data = cluster.files();
-    let cm = ConfigMap {
+/// The run's headless Service: the DNS domain of its pods, which set it as
+/// their `subdomain`. It exists only for DNS, so it lists no ports.
+fn service(run: &Run) -> Manifest {
+    let job = run.job;
+    let svc = Service {
         metadata: meta::object(
             job,
-            &name,
+            &run.name,
             true,
-            meta::labels(job, meta::selector(job, "cluster-spec")),
+            meta::labels(job, meta::run_labels(job, &run.name)),
         ),
-        data: Some(data),
-        ..ConfigMap::default()
-    };
-    Manifest::new(cm, &name, &name, true, &job.namespace)
-}
-
-fn task_service(job: &Job, role: &Role, index: u32) -> Manifest {
-    let name = names::task(&job.name, role.kind.as_str(), index);
-    let selector = meta::task_selector(job, role.kind, index);
-    let port = i32::from(role.port);
-    let svc = Service {
-        metadata: meta::object(job, &name, true, meta::labels(job, selector.clone())),
         spec: Some(ServiceSpec {
-            // Headless: the name resolves straight to the pod.
             cluster_ip: Some("None".to_owned()),
             // Tasks must find each other before any is ready, or a parameter
             // server and a worker wait on each other forever.
             publish_not_ready_addresses: Some(true),
-            selector: Some(selector),
-            ports: Some(vec![ServicePort {
-                name: Some(pod::PORT_NAME.to_owned()),
-                port,
-                target_port: Some(IntOrString::Int(port)),
-                protocol: Some("TCP".to_owned()),
-                ..ServicePort::default()
-            }]),
+            selector: Some(meta::run_selector(&run.name)),
             ..ServiceSpec::default()
         }),
         ..Service::default()
     };
-    Manifest::new(svc, &name, &name, true, &job.namespace)
+    Manifest::new(svc, &run.name, &job.name, true, &job.namespace)
 }
 
-/// Short content hash of what a Job cannot change in place: its spec, and
-/// its Kueue queue (Kueue refuses to move an admitted Job to another queue).
-/// The same inputs always give the same name.
-fn spec_hash(spec: &JobSpec, queue: Option<&str>) -> Result<String, String> {
-    // JSON of the typed spec: field order is fixed by the type, maps are
-    // sorted, so equal specs give equal bytes.
-    let mut bytes = serde_json::to_vec(spec).map_err(|e| e.to_string())?;
-    if let Some(queue) = queue {
-        // Appended only when set, so Jobs without a queue keep their names.
-        bytes.extend_from_slice(b"\nqueue=");
-        bytes.extend_from_slice(queue.as_bytes());
-    }
-    let digest = Sha256::digest(&bytes);
-    Ok(digest
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>()
-        .chars()
-        .take(names::HASH_LEN)
-        .collect())
-}
-
-fn task_job(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Result<Manifest, String> {
+fn task_job(run: &Run, role: &Role, index: u32, cluster: &ClusterSpec) -> Manifest {
+    let job = run.job;
     let rp = &job.run_policy;
+    let name = names::task(&run.name, role.kind.as_str(), index);
+    let placement = pod::Placement {
+        role,
+        index: Index::Fixed(index),
+        run: &run.name,
+        cluster_spec: &run.cluster_spec,
+        // The evaluator serves no one, but a host name costs nothing and
+        // keeps every task alike.
+        hostname: Some((name.clone(), run.name.clone())),
+        port_name: pod::PORT_NAME,
+        restart_policy: Some(rp.restart_policy.clone()),
+        sets_tf_config: true,
+    };
     let spec = JobSpec {
         backoff_limit: Some(rp.backoff_limit),
         active_deadline_seconds: rp.active_deadline_seconds,
         // Off unless asked for: a GitOps controller re-creates a deleted Job,
         // which would then train again.
         ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
-        template: pod::task_template(job, role, index, cluster),
+        // A replacement pod only once the old one is gone: the two would
+        // share a host name, and a terminating pod stays in DNS.
+        pod_replacement_policy: Some("Failed".to_owned()),
+        template: pod::task_template(job, &placement, cluster),
         ..JobSpec::default()
     };
-    let stable = names::task(&job.name, role.kind.as_str(), index);
-    let name = names::task_job(
-        &job.name,
-        role.kind.as_str(),
-        index,
-        &spec_hash(&spec, rp.queue.as_deref())?,
+    let mut labels = meta::labels(
+        job,
+        meta::task_selector(job, &run.name, role.kind, Some(index)),
     );
-    let mut labels = meta::labels(job, meta::task_selector(job, role.kind, index));
     if let Some(queue) = &rp.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
     }
     let batch = BatchJob {
-        metadata: meta::object(job, &name, true, labels),
+        metadata: meta::run_object(job, &name, labels),
         spec: Some(spec),
         ..BatchJob::default()
     };
-    Ok(Manifest::new(batch, &name, &stable, true, &job.namespace))
+    let stem = names::task(&job.name, role.kind.as_str(), index);
+    Manifest::new(batch, &name, &stem, true, &job.namespace)
+}
+
+/// Names this target generates for a job, for validation's length and
+/// collision checks: `(kind, name, limit)`, with `run` a placeholder of the
+/// run name's length.
+pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
+    let mut out = vec![("Service", run.to_owned(), names::LABEL_MAX)];
+    for (kind, replicas) in roles {
+        for i in 0..*replicas {
+            // The Job name is also its pod's host name: a DNS label.
+            out.push(("Job", names::task(run, kind.as_str(), i), names::LABEL_MAX));
+        }
+    }
+    out
 }

@@ -1,15 +1,20 @@
 //! Stage 3: a validated job → typed Kubernetes objects, one module per target.
 //!
 //! Targets share the pieces that do not depend on the backend (labels, the
-//! cluster spec, pod templates, storage, TensorBoard); a new target is one more
-//! module that assembles them differently.
+//! run identity, pod templates, storage, TensorBoard) and the framework's
+//! module (`tensorflow`: the cluster spec); a new target is one more module
+//! that assembles them differently.
 
-pub mod cluster_spec;
-mod kubernetes;
+pub mod crd;
+pub mod identity;
+pub mod jobset;
+pub mod kubernetes;
 mod meta;
 pub mod pod;
-mod storage;
+pub mod storage;
 mod tensorboard;
+pub mod tensorflow;
+pub mod tfjob;
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -17,7 +22,8 @@ use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Service};
 use serde::Serialize;
 
-pub use cluster_spec::ClusterSpec;
+pub use meta::{FORMAT as FORMAT_ANNOTATION, RUN as RUN_LABEL};
+pub use tensorflow::ClusterSpec;
 
 use crate::model::Job;
 use crate::model::definition::Target;
@@ -33,10 +39,12 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Service(Box<Service>),
+    JobSet(Box<crd::JobSet>),
+    TfJob(Box<crd::TfJob>),
 }
 
 macro_rules! object_from {
-    ($($kind:ident => $variant:ident),* $(,)?) => {$(
+    ($($kind:path => $variant:ident),* $(,)?) => {$(
         impl From<$kind> for Object {
             fn from(o: $kind) -> Self {
                 Object::$variant(Box::new(o))
@@ -52,6 +60,8 @@ object_from! {
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,
     Service => Service,
+    crd::JobSet => JobSet,
+    crd::TfJob => TfJob,
 }
 
 /// One generated object, ready to be written.
@@ -102,10 +112,68 @@ pub struct CompiledJob {
     pub manifests: Vec<Manifest>,
 }
 
+/// The output-format version of a target's runs (see [`identity`]).
+pub fn format(target: Target) -> u32 {
+    match target {
+        Target::Kubernetes => kubernetes::FORMAT,
+        Target::Jobset => jobset::FORMAT,
+        Target::Tfjob => tfjob::FORMAT,
+    }
+}
+
+/// One training run of a job: what every target compiles.
+#[derive(Debug)]
+pub struct Run<'a> {
+    pub job: &'a Job,
+    /// `<job>-<hash>`: see [`identity`].
+    pub name: String,
+    /// The run's cluster-spec ConfigMap.
+    pub cluster_spec: String,
+}
+
+impl<'a> Run<'a> {
+    pub fn of(job: &'a Job) -> Result<Self, String> {
+        let name = identity::run_name(job)?;
+        Ok(Self {
+            job,
+            cluster_spec: crate::names::cluster_spec(&name),
+            name,
+        })
+    }
+
+    /// The cluster spec as files, for review and for programs that read it
+    /// from `/etc/trainc` rather than `TF_CONFIG`. Named after the run, like
+    /// the tasks that mount it.
+    fn cluster_spec_config_map(&self, cluster: &ClusterSpec) -> Manifest {
+        let job = self.job;
+        let cm = ConfigMap {
+            metadata: meta::object(
+                job,
+                &self.cluster_spec,
+                true,
+                meta::labels(job, {
+                    let mut l = meta::selector(job, "cluster-spec");
+                    l.extend(meta::run_selector(&self.name));
+                    l
+                }),
+            ),
+            data: Some(cluster.files()),
+            ..ConfigMap::default()
+        };
+        let stem = crate::names::cluster_spec(&job.name);
+        Manifest::new(cm, &self.cluster_spec, &stem, true, &job.namespace)
+    }
+}
+
 pub fn compile(job: &Job) -> Result<CompiledJob, String> {
+    let run = Run::of(job)?;
     let mut manifests = match job.target {
-        Target::Kubernetes => kubernetes::compile(job)?,
+        Target::Kubernetes => kubernetes::compile(&run),
+        Target::Jobset => jobset::compile(&run),
+        Target::Tfjob => tfjob::compile(&run),
     };
+    manifests.extend(storage::manifests(job));
+    manifests.extend(tensorboard::manifests(job));
     manifests.sort_by_cached_key(Manifest::file_name);
     Ok(CompiledJob {
         namespace: job.namespace.clone(),

@@ -1,28 +1,51 @@
-//! The pod of one task: container, environment, arguments, resources, volumes.
+//! Stage 3 (compile), shared by every target: the pod of one task
+//! (container, environment, arguments, resources, volumes). A target says
+//! how the task is placed ([`Placement`]); the framework module says what
+//! the program is told about the cluster.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::compile::cluster_spec::ClusterSpec;
+use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
 use crate::compile::{meta, storage};
 use crate::model::Job;
 use crate::model::job::{Role, hyperparameter_env_name};
-use crate::names;
 
 pub const CONTAINER: &str = "tensorflow";
+/// The container port's name, unless the target's operator wants another.
 pub const PORT_NAME: &str = "tf";
 const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
 
-/// Program arguments: the role's own, then hyperparameters, then the TF1
-/// cluster flags, so user flags come first as in a hand-written command.
-pub fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<String> {
+/// What differs between targets in the pod of one task.
+#[derive(Debug, Clone)]
+pub struct Placement<'a> {
+    pub role: &'a Role,
+    pub index: Index,
+    /// The run's name: its pods carry it as the `trainc.dev/run` label.
+    pub run: &'a str,
+    /// The run's cluster-spec ConfigMap, mounted at `/etc/trainc`.
+    pub cluster_spec: &'a str,
+    /// `(hostname, subdomain)` where the target names the pod itself.
+    pub hostname: Option<(String, String)>,
+    pub port_name: &'static str,
+    /// `None` where the operator sets it from its replica spec.
+    pub restart_policy: Option<String>,
+    /// Whether trainc writes `TF_CONFIG`; an operator may inject its own.
+    pub sets_tf_config: bool,
+}
+
+/// Program arguments: the role's own, then hyperparameters, then the
+/// framework's (TF1 cluster flags), so user flags come first as in a
+/// hand-written command.
+pub fn args(job: &Job, role: &Role, index: Index, cluster: &ClusterSpec) -> Vec<String> {
     let mut a = role.args.clone();
     if job.hyperparameter_flags {
         a.extend(
@@ -31,18 +54,18 @@ pub fn args(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<St
                 .map(|(k, v)| format!("--{k}={v}")),
         );
     }
-    if job.legacy_flags {
-        a.extend(cluster.legacy_flags(role.kind, index));
-    }
+    a.extend(tensorflow::args(job, role.kind, index, cluster));
     a
 }
 
-/// The task's environment, sorted by name.
-pub fn env_vars(
+/// The task's environment by name: hyperparameters, the job's and role's
+/// variables, then the framework's, which nothing overrides.
+fn values(
     job: &Job,
     role: &Role,
-    index: u32,
+    index: Index,
     cluster: &ClusterSpec,
+    sets_tf_config: bool,
 ) -> BTreeMap<String, String> {
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
     if job.hyperparameter_env {
@@ -51,21 +74,55 @@ pub fn env_vars(
         }
     }
     vars.extend(role.env.clone());
-    if job.tf_config {
-        vars.insert("TF_CONFIG".to_owned(), cluster.tf_config(role.kind, index));
-    }
+    vars.extend(tensorflow::env(
+        job,
+        role.kind,
+        index,
+        cluster,
+        sets_tf_config,
+    ));
     vars
 }
 
-fn env(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> Vec<EnvVar> {
-    env_vars(job, role, index, cluster)
-        .into_iter()
-        .map(|(name, value)| EnvVar {
-            name,
-            value: Some(value),
+/// The environment of task `index` with every value written out: what
+/// `trainc run --local` gives a process.
+pub fn env_vars(
+    job: &Job,
+    role: &Role,
+    index: u32,
+    cluster: &ClusterSpec,
+) -> BTreeMap<String, String> {
+    values(job, role, Index::Fixed(index), cluster, true)
+}
+
+/// The container's `env`: a label-borne index first (Kubernetes expands
+/// `$(VAR)` only from variables defined earlier), then every variable
+/// sorted by name.
+fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
+    let mut out = Vec::new();
+    if let Index::Label(label) = p.index {
+        out.push(EnvVar {
+            name: INDEX_VAR.to_owned(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: format!("metadata.labels['{label}']"),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
             ..EnvVar::default()
-        })
-        .collect()
+        });
+    }
+    out.extend(
+        values(job, p.role, p.index, cluster, p.sets_tf_config)
+            .into_iter()
+            .map(|(name, value)| EnvVar {
+                name,
+                value: Some(value),
+                ..EnvVar::default()
+            }),
+    );
+    out
 }
 
 fn resources(job: &Job, role: &Role) -> Option<ResourceRequirements> {
@@ -108,20 +165,22 @@ fn tolerations(role: &Role) -> Option<Vec<Toleration>> {
     })
 }
 
-/// The pod template of task `index` of `role`.
-pub fn task_template(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) -> PodTemplateSpec {
+/// The pod template of one task (or, with a label-borne index, of every
+/// task of a role).
+pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemplateSpec {
+    let role = p.role;
     let mut mounts = storage::mounts(job);
     let mut volumes = storage::pod_volumes(job);
     mounts.push(VolumeMount {
         name: CLUSTER_SPEC_VOLUME.to_owned(),
-        mount_path: names::CLUSTER_SPEC_MOUNT.to_owned(),
+        mount_path: crate::names::CLUSTER_SPEC_MOUNT.to_owned(),
         read_only: Some(true),
         ..VolumeMount::default()
     });
     volumes.push(Volume {
         name: CLUSTER_SPEC_VOLUME.to_owned(),
         config_map: Some(ConfigMapVolumeSource {
-            name: names::cluster_spec(&job.name),
+            name: p.cluster_spec.to_owned(),
             ..ConfigMapVolumeSource::default()
         }),
         ..Volume::default()
@@ -146,10 +205,10 @@ pub fn task_template(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) 
         image: Some(role.image.clone()),
         image_pull_policy: job.image_pull_policy.clone(),
         command: (!role.command.is_empty()).then(|| role.command.clone()),
-        args: Some(args(job, role, index, cluster)).filter(|a| !a.is_empty()),
-        env: Some(env(job, role, index, cluster)).filter(|e| !e.is_empty()),
+        args: Some(args(job, role, p.index, cluster)).filter(|a| !a.is_empty()),
+        env: Some(env(job, p, cluster)).filter(|e| !e.is_empty()),
         ports: Some(vec![ContainerPort {
-            name: Some(PORT_NAME.to_owned()),
+            name: Some(p.port_name.to_owned()),
             container_port: i32::from(role.port),
             ..ContainerPort::default()
         }]),
@@ -158,20 +217,27 @@ pub fn task_template(job: &Job, role: &Role, index: u32, cluster: &ClusterSpec) 
         ..Container::default()
     };
     let rp = &job.run_policy;
+    let index = match p.index {
+        Index::Fixed(i) => Some(i),
+        Index::Label(_) => None,
+    };
+    let (hostname, subdomain) = p.hostname.clone().unzip();
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(meta::labels(
                 job,
-                meta::task_selector(job, role.kind, index),
+                meta::task_selector(job, p.run, role.kind, index),
             )),
             // The user's annotations only: the source path would put the file
-            // name into the Job hash, and moving a file must not retrain.
+            // name into the pod template, and moving a file must not retrain.
             annotations: Some(job.annotations.clone()).filter(|a| !a.is_empty()),
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
             containers: vec![container],
-            restart_policy: Some(rp.restart_policy.clone()),
+            hostname,
+            subdomain,
+            restart_policy: p.restart_policy.clone(),
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),
             service_account_name: job.service_account_name.clone(),

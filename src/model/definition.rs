@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::load::pointer_segment;
@@ -45,13 +45,22 @@ pub enum Strategy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
+    /// Plain Jobs and a headless Service: no operator needed.
     Kubernetes,
+    /// One JobSet per run (`jobset.x-k8s.io/v1alpha2`).
+    Jobset,
+    /// One Kubeflow TFJob per run (`kubeflow.org/v1`).
+    Tfjob,
 }
 
 impl Target {
+    pub const ALL: [Target; 3] = [Target::Kubernetes, Target::Jobset, Target::Tfjob];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Target::Kubernetes => "kubernetes",
+            Target::Jobset => "jobset",
+            Target::Tfjob => "tfjob",
         }
     }
 }
@@ -238,7 +247,7 @@ pub struct Resources {
     pub gpu: Option<u32>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Toleration {
     pub key: Option<String>,

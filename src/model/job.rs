@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use std::path::PathBuf;
 
+use serde::Serialize;
+
 use crate::library::Preset;
 use crate::model::definition::{self as def, HyperparameterStyle, Target};
 use crate::model::project::Defaults;
@@ -12,7 +14,14 @@ use crate::model::project::Defaults;
 pub const DEFAULT_NAMESPACE: &str = "default";
 pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 3;
-pub const DEFAULT_RESTART_POLICY: &str = "OnFailure";
+/// Restart policy of a task's pod: in place on `kubernetes` and `tfjob`;
+/// on `jobset` a failed task fails its Job and the JobSet restarts the run.
+pub fn default_restart_policy(target: Target) -> &'static str {
+    match target {
+        Target::Kubernetes | Target::Tfjob => "OnFailure",
+        Target::Jobset => "Never",
+    }
+}
 pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
 
 #[derive(Debug, Clone)]
@@ -61,7 +70,8 @@ pub struct BuildInputs {
     pub workdir: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RoleKind {
     Chief,
     Ps,
@@ -92,7 +102,9 @@ impl RoleKind {
     }
 }
 
-#[derive(Debug, Clone)]
+/// Serialize: every field reaches the pod template, so all of it is part of
+/// the run identity ([`crate::compile::identity`]).
+#[derive(Debug, Clone, Serialize)]
 pub struct Role {
     pub kind: RoleKind,
     pub replicas: u32,
@@ -147,7 +159,8 @@ pub struct TensorBoard {
     pub port: u16,
 }
 
-#[derive(Debug, Clone)]
+/// Serialize: part of the run identity, like [`Role`].
+#[derive(Debug, Clone, Serialize)]
 pub struct RunPolicy {
     pub backoff_limit: i32,
     pub active_deadline_seconds: Option<i64>,
@@ -165,6 +178,14 @@ pub fn namespace_of(def: &def::TrainingJob, defaults: &Defaults) -> String {
         .clone()
         .or_else(|| defaults.namespace.clone())
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned())
+}
+
+/// The target a definition compiles to.
+pub fn target_of(def: &def::TrainingJob, defaults: &Defaults) -> Target {
+    def.spec
+        .target
+        .or(defaults.target)
+        .unwrap_or(Target::Kubernetes)
 }
 
 fn scalar_map(m: &BTreeMap<String, def::Scalar>) -> impl Iterator<Item = (String, String)> + '_ {
@@ -292,16 +313,14 @@ pub fn resolve(
         })
         .collect();
     let rp = &spec.run_policy;
+    let target = target_of(def, defaults);
     Job {
         source: source.to_owned(),
         name: def.metadata.name.clone(),
         namespace: namespace_of(def, defaults),
         labels,
         annotations,
-        target: spec
-            .target
-            .or(defaults.target)
-            .unwrap_or(Target::Kubernetes),
+        target,
         framework_version: version.clone(),
         build,
         image_pull_policy: spec.image_pull_policy.clone(),
@@ -338,7 +357,7 @@ pub fn resolve(
             restart_policy: rp
                 .restart_policy
                 .clone()
-                .unwrap_or_else(|| DEFAULT_RESTART_POLICY.to_owned()),
+                .unwrap_or_else(|| default_restart_policy(target).to_owned()),
             ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),

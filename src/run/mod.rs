@@ -11,8 +11,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::cluster_spec::ClusterSpec;
 use crate::compile::pod;
+use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::diagnostic::Diagnostic;
 use crate::model::Job;
 use crate::model::job::RoleKind;
@@ -228,7 +228,7 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
         for i in 0..role.replicas {
             let mut args: Vec<String> = command_args.iter().map(|a| map_value(a, &map)).collect();
             args.extend(
-                pod::args(job, role, i, &cluster)
+                pod::args(job, role, Index::Fixed(i), &cluster)
                     .iter()
                     .map(|a| map_value(a, &map)),
             );

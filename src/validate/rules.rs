@@ -3,11 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::compile;
+use crate::compile::tensorflow::INDEX_VAR;
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
 use crate::model::definition::HyperparameterStyle;
+use crate::model::definition::Target;
 use crate::model::definition::{Scalar, Toleration, TrainingJob, Volume};
-use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of};
+use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
 use crate::names;
 use crate::quantity;
@@ -18,13 +21,15 @@ const LEGACY_FLAGS: [&str; 4] = ["ps_hosts", "worker_hosts", "job_name", "task_i
 /// Label prefixes trainc owns; user labels under them would break selectors.
 const RESERVED_LABEL_PREFIXES: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
 
-pub(super) struct Ctx<'a> {
-    pub(super) doc: &'a Document,
-    pub(super) out: Vec<Diagnostic>,
+/// Where findings of one document go. Rules that depend on the target live
+/// with the target (`compile::<target>::check`) and report through this.
+pub(crate) struct Ctx<'a> {
+    pub(crate) doc: &'a Document,
+    pub(crate) out: Vec<Diagnostic>,
 }
 
 impl Ctx<'_> {
-    pub(super) fn error(
+    pub(crate) fn error(
         &mut self,
         pointer: &str,
         message: impl Into<String>,
@@ -40,7 +45,7 @@ impl Ctx<'_> {
         self.out.push(d);
     }
 
-    pub(super) fn error_at_key(
+    pub(crate) fn error_at_key(
         &mut self,
         pointer: &str,
         message: impl Into<String>,
@@ -69,9 +74,14 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
     access_modes(&mut cx, def);
-    environment(&mut cx, def);
+    environment(&mut cx, def, target_of(def, defaults));
     labels(&mut cx, def);
     generated_names(&mut cx, def, defaults);
+    match target_of(def, defaults) {
+        Target::Kubernetes => {}
+        Target::Jobset => compile::jobset::check(&mut cx, def),
+        Target::Tfjob => compile::tfjob::check(&mut cx, def),
+    }
     cx.out
 }
 
@@ -410,15 +420,25 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn environment(cx: &mut Ctx, def: &TrainingJob) {
+fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
     let spec = &def.spec;
-    if spec.cluster_spec.tf_config {
-        let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
-        for kind in RoleKind::ALL {
-            if let Some(r) = kind.of(&spec.roles) {
-                scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
-            }
+    let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
+    for kind in RoleKind::ALL {
+        if let Some(r) = kind.of(&spec.roles) {
+            scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
         }
+    }
+    for (at, env) in &scopes {
+        if env.contains_key(INDEX_VAR) {
+            cx.error_at_key(
+                &format!("{at}/{INDEX_VAR}"),
+                format!("`{INDEX_VAR}` is set by trainc"),
+                format!("trainc defines it where a task reads its index from a pod label; refer to it as `$({INDEX_VAR})` instead"),
+            );
+        }
+    }
+    // On `tfjob` the operator writes `TF_CONFIG`: its own rule says so.
+    if spec.cluster_spec.tf_config && target != Target::Tfjob {
         for (at, env) in scopes {
             if env.contains_key("TF_CONFIG") {
                 cx.error_at_key(
@@ -555,11 +575,16 @@ pub struct Generated {
 }
 
 /// Every object name a definition produces, built by the same functions the
-/// compiler uses.
+/// compiler uses, with a run hash of the real length.
 pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     let job = &def.metadata.name;
     let ns = namespace_of(def, defaults);
-    let hash = "0".repeat(names::HASH_LEN);
+    let run = names::run(job, &"0".repeat(names::HASH_LEN));
+    let roles: Vec<(RoleKind, u32)> = RoleKind::ALL
+        .into_iter()
+        .map(|k| (k, replicas(def, k)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
     let mut out = Vec::new();
     let mut add = |kind: &'static str, namespaced: bool, name: String, limit: usize| {
         out.push(Generated {
@@ -569,19 +594,13 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
             limit,
         });
     };
-    for kind in RoleKind::ALL {
-        let role = kind.as_str();
-        for i in 0..replicas(def, kind) {
-            if kind != RoleKind::Evaluator {
-                add("Service", true, names::task(job, role, i), names::LABEL_MAX);
-            }
-            add(
-                "Job",
-                true,
-                names::task_job(job, role, i, &hash),
-                names::LABEL_MAX,
-            );
-        }
+    let by_target = match target_of(def, defaults) {
+        Target::Kubernetes => compile::kubernetes::generated(&run, &roles),
+        Target::Jobset => compile::jobset::generated(&run, &roles),
+        Target::Tfjob => compile::tfjob::generated(&run, &roles),
+    };
+    for (kind, name, limit) in by_target {
+        add(kind, true, name, limit);
     }
     if def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled) {
         add("Service", true, names::tensorboard(job), names::LABEL_MAX);
@@ -595,7 +614,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     add(
         "ConfigMap",
         true,
-        names::cluster_spec(job),
+        names::cluster_spec(&run),
         names::SUBDOMAIN_MAX,
     );
     for v in &def.spec.storage {

@@ -1,0 +1,162 @@
+//! Stage 3 (compile), target `jobset`: one JobSet (`jobset.x-k8s.io/v1alpha2`)
+//! per run, one replicated Job per role.
+//!
+//! The JobSet controller gives the run what plain Jobs cannot: it succeeds
+//! when the chief does (without a chief, when every worker has) and then
+//! deletes the Jobs still running (the parameter servers); a failed task
+//! fails its Job, and the controller re-creates every Job of the run
+//! together, up to `runPolicy.backoffLimit` times; Kueue admits the JobSet
+//! as one Workload. Tasks share one pod template per role and read their
+//! index from the `jobset.sigs.k8s.io/job-index` label (see
+//! [`Index::Label`]).
+
+use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::compile::crd::{
+    FailurePolicy, FailurePolicyRule, JobSet, JobSetSpec, Network, ReplicatedJob, SuccessPolicy,
+};
+use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::{Manifest, Run, meta, pod};
+use crate::model::definition::TrainingJob;
+use crate::model::job::RoleKind;
+use crate::names;
+use crate::validate::rules::Ctx;
+
+/// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
+pub const FORMAT: u32 = 1;
+
+/// The label JobSet puts on every pod of Job `i` of a replicated Job.
+pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
+const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
+pub fn compile(run: &Run) -> Vec<Manifest> {
+    let job = run.job;
+    let rp = &job.run_policy;
+    // JobSet's headless Service is named after the JobSet (the `subdomain`
+    // of every pod), and each Job's one pod is named `<job>-0`.
+    let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
+        format!(
+            "{}.{}.{}.svc:{port}",
+            names::jobset_pod(&run.name, kind.as_str(), i),
+            run.name,
+            job.namespace
+        )
+    });
+    let replicated_jobs = job
+        .roles
+        .iter()
+        .map(|role| {
+            let placement = pod::Placement {
+                role,
+                index: Index::Label(JOB_INDEX_LABEL),
+                run: &run.name,
+                cluster_spec: &run.cluster_spec,
+                hostname: None,
+                port_name: pod::PORT_NAME,
+                restart_policy: Some(rp.restart_policy.clone()),
+                sets_tf_config: true,
+            };
+            ReplicatedJob {
+                name: role.kind.as_str().to_owned(),
+                replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
+                template: JobTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some(meta::labels(
+                            job,
+                            meta::task_selector(job, &run.name, role.kind, None),
+                        )),
+                        ..ObjectMeta::default()
+                    }),
+                    spec: Some(JobSpec {
+                        // A failed pod fails its Job at once, and the JobSet
+                        // restarts the whole run: a task never restarts alone.
+                        backoff_limit: Some(0),
+                        completions: Some(1),
+                        parallelism: Some(1),
+                        completion_mode: Some("Indexed".to_owned()),
+                        active_deadline_seconds: rp.active_deadline_seconds,
+                        // A replacement pod only once the old one is gone: the
+                        // two would share a host name.
+                        pod_replacement_policy: Some("Failed".to_owned()),
+                        template: pod::task_template(job, &placement, &cluster),
+                        ..JobSpec::default()
+                    }),
+                },
+            }
+        })
+        .collect();
+    let has_chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
+    let success = if has_chief {
+        RoleKind::Chief
+    } else {
+        RoleKind::Worker
+    };
+    let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
+    if let Some(queue) = &rp.queue {
+        labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
+    }
+    let jobset = JobSet {
+        metadata: meta::run_object(job, &run.name, labels),
+        spec: JobSetSpec {
+            failure_policy: Some(FailurePolicy {
+                max_restarts: Some(rp.backoff_limit),
+                rules: if rp.active_deadline_seconds.is_some() {
+                    // A deadline bounds the run: restarting would start the
+                    // clock again.
+                    vec![FailurePolicyRule {
+                        action: "FailJobSet",
+                        name: "deadline",
+                        on_job_failure_reasons: vec!["DeadlineExceeded"],
+                    }]
+                } else {
+                    Vec::new()
+                },
+            }),
+            network: Some(Network {
+                enable_dns_hostnames: true,
+                publish_not_ready_addresses: true,
+            }),
+            replicated_jobs,
+            success_policy: Some(SuccessPolicy {
+                operator: "All",
+                target_replicated_jobs: vec![success.as_str().to_owned()],
+            }),
+            ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
+        },
+    };
+    vec![
+        run.cluster_spec_config_map(&cluster),
+        Manifest::new(jobset, &run.name, &job.name, true, &job.namespace),
+    ]
+}
+
+/// What this target cannot express, located in the definition.
+pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+    if def.spec.run_policy.restart_policy.as_deref() == Some("OnFailure") {
+        cx.error(
+            "/spec/runPolicy/restartPolicy",
+            "the `jobset` target restarts a run as a whole, but `restartPolicy: OnFailure` restarts one task alone",
+            "remove `restartPolicy`: on `jobset` a failed task fails its Job, and the JobSet re-creates every task together, up to `runPolicy.backoffLimit` times",
+        );
+    }
+}
+
+/// Names this target generates for a job (see
+/// [`super::kubernetes::generated`]).
+pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
+    let mut out = vec![("JobSet", run.to_owned(), names::LABEL_MAX)];
+    for (kind, replicas) in roles {
+        if let Some(last) = replicas.checked_sub(1) {
+            // The role's last pod, with the 5 random characters the Job
+            // controller appends, must be a DNS label: JobSet's webhook
+            // refuses the JobSet otherwise.
+            out.push((
+                "Pod",
+                format!("{}-xxxxx", names::jobset_pod(run, kind.as_str(), last)),
+                names::LABEL_MAX,
+            ));
+        }
+    }
+    out
+}

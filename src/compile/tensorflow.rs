@@ -1,0 +1,188 @@
+//! Stage 3 (compile), framework TensorFlow: the cluster spec of a run (which
+//! task is where) as `TF_CONFIG`, as TensorFlow 1.x flags and as files.
+//!
+//! Targets differ in how a task is addressed (a pod per Job, a Job per
+//! replica of a JobSet, a pod the operator names) and in whether a task's
+//! index is known when its pod template is rendered; they pass host names
+//! and an [`Index`], and this module writes what TensorFlow reads.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::model::Job;
+use crate::model::job::RoleKind;
+
+/// The variable holding a task's index where the pod template is shared by
+/// every task of a role and the index comes from a pod label at run time.
+pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
+
+/// Where a task's index comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// One pod template per task: the index is written out.
+    Fixed(u32),
+    /// One pod template per role: the index is the value of this pod label,
+    /// read into [`INDEX_VAR`] through the downward API and expanded by
+    /// Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other variables
+    /// and in arguments.
+    Label(&'static str),
+}
+
+impl Index {
+    /// The index as it appears in `TF_CONFIG` and flags.
+    fn render(self) -> String {
+        match self {
+            Index::Fixed(i) => i.to_string(),
+            Index::Label(_) => format!("$({INDEX_VAR})"),
+        }
+    }
+}
+
+/// Host lists by task type, in the order TensorFlow expects.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    hosts: Vec<(RoleKind, Vec<String>)>,
+}
+
+impl ClusterSpec {
+    /// Every task with a server, addressed by `host(role, index, port)`.
+    /// The evaluator is not part of the cluster (TensorFlow never connects
+    /// to it).
+    pub fn with_hosts(job: &Job, host: impl Fn(RoleKind, u32, u16) -> String) -> Self {
+        Self::build(job, false, host)
+    }
+
+    /// The cluster as the Kubeflow Training Operator writes it into its own
+    /// `TF_CONFIG`: the evaluator listed too.
+    pub fn with_evaluator(job: &Job, host: impl Fn(RoleKind, u32, u16) -> String) -> Self {
+        Self::build(job, true, host)
+    }
+
+    fn build(job: &Job, evaluator: bool, host: impl Fn(RoleKind, u32, u16) -> String) -> Self {
+        let hosts = job
+            .roles
+            .iter()
+            .filter(|r| evaluator || r.kind != RoleKind::Evaluator)
+            .map(|r| {
+                let hosts = (0..r.replicas).map(|i| host(r.kind, i, r.port)).collect();
+                (r.kind, hosts)
+            })
+            .collect();
+        Self { hosts }
+    }
+
+    pub fn hosts(&self, kind: RoleKind) -> &[String] {
+        self.hosts
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(&[], |(_, h)| h.as_slice())
+    }
+
+    /// `{"ps": [...], "worker": [...]}`.
+    pub fn cluster(&self) -> Value {
+        let mut m = Map::new();
+        for (kind, hosts) in &self.hosts {
+            m.insert(kind.as_str().to_owned(), json!(hosts));
+        }
+        Value::Object(m)
+    }
+
+    /// The files of the cluster-spec ConfigMap (mounted at `/etc/trainc`):
+    /// `cluster.json` and one `<role>_hosts` list per role.
+    pub fn files(&self) -> BTreeMap<String, String> {
+        let mut data = BTreeMap::new();
+        let mut pretty = serde_json::to_string_pretty(&self.cluster()).unwrap_or_default();
+        pretty.push('\n');
+        data.insert("cluster.json".to_owned(), pretty);
+        for (kind, hosts) in &self.hosts {
+            if !hosts.is_empty() {
+                data.insert(format!("{}_hosts", kind.as_str()), hosts.join(","));
+            }
+        }
+        data
+    }
+
+    /// `TF_CONFIG` of one task, exactly as TensorFlow reads it (once
+    /// Kubernetes has expanded a label-borne index).
+    pub fn tf_config(&self, kind: RoleKind, index: Index) -> String {
+        // Written out rather than through `json!`, since a label-borne index
+        // is a `$(VAR)` reference, not a JSON number, until Kubernetes
+        // expands it. The bytes are the same as serde_json's.
+        let task_type = Value::String(kind.as_str().to_owned());
+        format!(
+            "{{\"cluster\":{},\"task\":{{\"type\":{task_type},\"index\":{}}}}}",
+            self.cluster(),
+            index.render()
+        )
+    }
+
+    /// `--ps_hosts`, `--worker_hosts`, `--job_name`, `--task_index` for
+    /// TensorFlow 1.x programs.
+    pub fn legacy_flags(&self, kind: RoleKind, index: Index) -> Vec<String> {
+        vec![
+            format!("--ps_hosts={}", self.hosts(RoleKind::Ps).join(",")),
+            format!("--worker_hosts={}", self.hosts(RoleKind::Worker).join(",")),
+            format!("--job_name={}", kind.as_str()),
+            format!("--task_index={}", index.render()),
+        ]
+    }
+}
+
+/// What TensorFlow adds to one task's arguments: the TF1 cluster flags, on
+/// request.
+pub fn args(job: &Job, kind: RoleKind, index: Index, cluster: &ClusterSpec) -> Vec<String> {
+    if job.legacy_flags {
+        cluster.legacy_flags(kind, index)
+    } else {
+        Vec::new()
+    }
+}
+
+/// What TensorFlow adds to one task's environment: `TF_CONFIG`, unless the
+/// definition turned it off or the target's operator injects its own.
+pub fn env(
+    job: &Job,
+    kind: RoleKind,
+    index: Index,
+    cluster: &ClusterSpec,
+    target_sets_tf_config: bool,
+) -> Vec<(String, String)> {
+    if job.tf_config && target_sets_tf_config {
+        vec![("TF_CONFIG".to_owned(), cluster.tf_config(kind, index))]
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ClusterSpec {
+        ClusterSpec {
+            hosts: vec![
+                (RoleKind::Ps, vec!["p0:1".into()]),
+                (RoleKind::Worker, vec!["w0:1".into(), "w1:1".into()]),
+            ],
+        }
+    }
+
+    #[test]
+    fn tf_config_is_what_serde_json_writes() {
+        let fixed = spec().tf_config(RoleKind::Worker, Index::Fixed(1));
+        let expected = json!({"cluster": spec().cluster(), "task": {"type": "worker", "index": 1}});
+        assert_eq!(fixed, expected.to_string());
+    }
+
+    #[test]
+    fn a_label_index_is_a_variable_reference() {
+        let c = spec().tf_config(RoleKind::Ps, Index::Label("x"));
+        assert!(
+            c.ends_with(r#""task":{"type":"ps","index":$(TRAINC_TASK_INDEX)}}"#),
+            "{c}"
+        );
+        let flags = spec().legacy_flags(RoleKind::Ps, Index::Label("x"));
+        assert_eq!(flags[3], "--task_index=$(TRAINC_TASK_INDEX)");
+    }
+}

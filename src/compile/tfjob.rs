@@ -1,0 +1,148 @@
+//! Stage 3 (compile), target `tfjob`: one Kubeflow TFJob (`kubeflow.org/v1`,
+//! Training Operator v1.9) per run.
+//!
+//! The operator creates a pod and a headless Service per task, named
+//! `<run>-<role>-<i>`, and injects `TF_CONFIG` itself, so trainc writes none;
+//! the legacy flags, when asked for, are derived from the same names and
+//! read the task index from the operator's `replica-index` pod label. On
+//! success `cleanPodPolicy: Running` deletes the pods still running (the
+//! parameter servers).
+
+use std::collections::BTreeMap;
+
+use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
+use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::{Manifest, Run, meta, pod};
+use crate::model::definition::TrainingJob;
+use crate::model::job::RoleKind;
+use crate::names;
+use crate::validate::rules::Ctx;
+
+/// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
+pub const FORMAT: u32 = 1;
+
+/// The port the operator reads from the `tensorflow` container (which is
+/// [`pod::CONTAINER`]) for its Services and `TF_CONFIG`.
+pub const PORT_NAME: &str = "tfjob-port";
+/// The label the operator puts on every pod: the task's index.
+pub const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
+const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
+/// The replica type as the TFJob API spells it.
+fn replica_type(kind: RoleKind) -> &'static str {
+    match kind {
+        RoleKind::Chief => "Chief",
+        RoleKind::Ps => "PS",
+        RoleKind::Worker => "Worker",
+        RoleKind::Evaluator => "Evaluator",
+    }
+}
+
+pub fn compile(run: &Run) -> Vec<Manifest> {
+    let job = run.job;
+    let rp = &job.run_policy;
+    // The operator's Service names, as in its `TF_CONFIG`, which lists the
+    // evaluator too.
+    let cluster = ClusterSpec::with_evaluator(job, |kind, i, port| {
+        format!(
+            "{}.{}.svc:{port}",
+            names::task(&run.name, kind.as_str(), i),
+            job.namespace
+        )
+    });
+    let mut replicas = BTreeMap::new();
+    for role in &job.roles {
+        let placement = pod::Placement {
+            role,
+            index: Index::Label(REPLICA_INDEX_LABEL),
+            run: &run.name,
+            cluster_spec: &run.cluster_spec,
+            hostname: None,
+            port_name: PORT_NAME,
+            restart_policy: None,
+            sets_tf_config: false,
+        };
+        replicas.insert(
+            replica_type(role.kind),
+            ReplicaSpec {
+                replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
+                restart_policy: rp.restart_policy.clone(),
+                template: pod::task_template(job, &placement, &cluster),
+            },
+        );
+    }
+    let tasks: u32 = job.roles.iter().map(|r| r.replicas).sum();
+    let has_chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
+    let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
+    if let Some(queue) = &rp.queue {
+        labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
+    }
+    let tfjob = TfJob {
+        metadata: meta::run_object(job, &run.name, labels),
+        spec: TfJobSpec {
+            run_policy: KubeflowRunPolicy {
+                active_deadline_seconds: rp.active_deadline_seconds,
+                backoff_limit: Some(rp.backoff_limit),
+                clean_pod_policy: Some("Running"),
+                scheduling_policy: Some(SchedulingPolicy {
+                    // Every task at once, or none: a gang.
+                    min_available: Some(i32::try_from(tasks).unwrap_or(i32::MAX)),
+                    priority_class: rp.priority_class_name.clone(),
+                    queue: rp.queue.clone(),
+                }),
+                ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
+            },
+            // Without a chief, the run is done when every worker is.
+            success_policy: (!has_chief).then_some("AllWorkers"),
+            tf_replica_specs: replicas,
+        },
+    };
+    vec![
+        run.cluster_spec_config_map(&cluster),
+        Manifest::new(tfjob, &run.name, &job.name, true, &job.namespace),
+    ]
+}
+
+/// What this target cannot express, located in the definition.
+pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+    let spec = &def.spec;
+    if !spec.cluster_spec.tf_config {
+        cx.error(
+            "/spec/clusterSpec/tfConfig",
+            "the Training Operator always sets `TF_CONFIG` in a TFJob's pods",
+            "remove `tfConfig: false`, or use the `kubernetes` or `jobset` target to manage `TF_CONFIG` yourself",
+        );
+    }
+    let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
+    for kind in RoleKind::ALL {
+        if let Some(r) = kind.of(&spec.roles) {
+            scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
+        }
+    }
+    for (at, env) in scopes {
+        if env.contains_key("TF_CONFIG") {
+            cx.error_at_key(
+                &format!("{at}/TF_CONFIG"),
+                "the Training Operator sets `TF_CONFIG` in a TFJob's pods, over this one",
+                "remove it; the operator's `TF_CONFIG` names its own Services",
+            );
+        }
+    }
+}
+
+/// Names this target generates for a job (see
+/// [`super::kubernetes::generated`]).
+pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
+    let mut out = vec![("TFJob", run.to_owned(), names::LABEL_MAX)];
+    for (kind, replicas) in roles {
+        if let Some(last) = replicas.checked_sub(1) {
+            // The operator's pod and Service of the role's last task.
+            out.push((
+                "Service",
+                names::task(run, kind.as_str(), last),
+                names::LABEL_MAX,
+            ));
+        }
+    }
+    out
+}
