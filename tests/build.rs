@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::time::{Duration, SystemTime};
 
@@ -69,65 +70,145 @@ fn rebuild_without_changes_touches_nothing() {
     }
 }
 
-#[test]
-fn a_changed_hyperparameter_renames_jobs_but_not_services() {
+/// The run name an output file carries (`trainc.dev/run: mnist-8b16ab`).
+fn run_label(bytes: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("trainc.dev/run: "))
+        .map(str::to_owned)
+}
+
+/// The MNIST example with one more project file per target, so a test can
+/// build the same definition for `--project trainc.<target>.yaml`.
+fn mnist_for_every_target() -> tempfile::TempDir {
     let dir = scratch_example("mnist");
-    assert!(run(dir.path(), &["build"]).status.success());
-    let before = read_tree(&dir.path().join("deploy"));
-    let def = dir.path().join("jobs/mnist.yaml");
-    let text = fs::read_to_string(&def)
-        .expect("read")
-        .replace("learning_rate: 0.001", "learning_rate: 0.01");
-    fs::write(&def, text).expect("write");
-    let o = run(dir.path(), &["build"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    // The image is built from the code, not the hyperparameters: its tag,
-    // the Dockerfile and the bake file stay.
-    assert_eq!(
-        stdout(&o),
-        "updated deploy: 0 created, 5 updated, 0 deleted, 12 unchanged\n\
-         build is up to date (2 files)\n"
-    );
-    let after = read_tree(&dir.path().join("deploy"));
-    assert_eq!(
-        before.keys().collect::<Vec<_>>(),
-        after.keys().collect::<Vec<_>>()
-    );
-    for (path, bytes) in &after {
-        let changed = before[path] != *bytes;
-        assert_eq!(changed, path.contains("/job-"), "{path}");
+    for target in ["kubernetes", "jobset", "tfjob"] {
+        fs::write(
+            dir.path().join(format!("trainc.{target}.yaml")),
+            format!(
+                "apiVersion: trainc.dev/v1alpha1\nkind: Project\noutput: deploy-{target}\nbuildOutput: build-{target}\ndefaults: {{namespace: ml, target: {target}}}\n"
+            ),
+        )
+        .expect("write");
     }
-    let job = String::from_utf8_lossy(&after["ml/mnist/job-mnist-worker-0.yaml"]).into_owned();
-    let old_job = String::from_utf8_lossy(&before["ml/mnist/job-mnist-worker-0.yaml"]).into_owned();
-    let name = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("  name: "))
-            .map(str::to_owned)
+    dir
+}
+
+/// Builds every target, applies `change` to the definition, builds again,
+/// and returns per target the files that changed and the old and new run.
+#[allow(clippy::type_complexity)]
+fn change_and_rebuild(
+    change: (&str, &str),
+) -> Vec<(
+    String,
+    Vec<String>,
+    BTreeMap<String, Vec<u8>>,
+    BTreeMap<String, Vec<u8>>,
+)> {
+    let dir = mnist_for_every_target();
+    let build = |target: &str| {
+        let project = format!("trainc.{target}.yaml");
+        let o = run(dir.path(), &["build", "--project", &project]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        read_tree(&dir.path().join(format!("deploy-{target}")))
     };
-    // The Job name carries the spec hash (which covers the image tag, a hash
-    // of the code): the README's walkthrough and docs/output.md quote the
-    // two names, and must follow any change to the example or its program.
-    let strip = |s: Option<String>| {
-        s.unwrap_or_default()
-            .trim_start_matches("  name: ")
-            .to_owned()
-    };
-    let (old_name, new_name) = (strip(name(&old_job)), strip(name(&job)));
-    assert!(old_name.starts_with("mnist-worker-0-") && new_name.starts_with("mnist-worker-0-"));
-    assert_ne!(old_name, new_name);
-    let readme = fs::read_to_string(common::root().join("README.md")).expect("readme");
-    assert!(
-        readme.contains(&format!("(`{old_name}` → `{new_name}`)")),
-        "README.md should quote `{old_name}` → `{new_name}`"
-    );
-    let output = fs::read_to_string(common::root().join("docs/output.md")).expect("docs");
-    assert!(
-        output.contains(&format!(
-            "{old_name}   →  learning_rate 0.001 → 0.01  →   {new_name}"
-        )),
-        "docs/output.md should quote {old_name} → {new_name}"
-    );
-    assert!(job.contains("--learning_rate=0.01\n"));
+    let targets = ["kubernetes", "jobset", "tfjob"];
+    let before: Vec<_> = targets.iter().map(|t| build(t)).collect();
+    let def = dir.path().join("jobs/mnist.yaml");
+    let text = fs::read_to_string(&def).expect("read");
+    assert!(text.contains(change.0), "{}", change.0);
+    fs::write(&def, text.replace(change.0, change.1)).expect("write");
+    targets
+        .iter()
+        .zip(before)
+        .map(|(t, before)| {
+            let after = build(t);
+            assert_eq!(
+                before.keys().collect::<Vec<_>>(),
+                after.keys().collect::<Vec<_>>(),
+                "{t}: file names stay, so a change reads as a change"
+            );
+            let changed = after
+                .iter()
+                .filter(|(p, b)| before[*p] != **b)
+                .map(|(p, _)| p.clone())
+                .collect();
+            ((*t).to_owned(), changed, before, after)
+        })
+        .collect()
+}
+
+#[test]
+fn a_changed_hyperparameter_renames_the_whole_run_and_nothing_else() {
+    for (target, changed, before, after) in
+        change_and_rebuild(("learning_rate: 0.001", "learning_rate: 0.01"))
+    {
+        // Every object of the run, and only those: storage and TensorBoard
+        // stay, and so does the image (built from the code alone).
+        let run_files: Vec<&String> = after
+            .iter()
+            .filter(|(_, b)| run_label(b).is_some())
+            .map(|(p, _)| p)
+            .collect();
+        assert!(run_files.len() >= 3, "{target}: {run_files:?}");
+        assert_eq!(changed.iter().collect::<Vec<_>>(), run_files, "{target}");
+        let old = run_label(&before[run_files[0]]).expect("run");
+        let new = run_label(&after[run_files[0]]).expect("run");
+        assert!(old.starts_with("mnist-") && new.starts_with("mnist-") && old != new);
+        for (path, bytes) in &after {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains(&old), "{target}: {path} still names {old}");
+        }
+        if target == "kubernetes" {
+            // The README's walkthrough and docs/output.md quote the two run
+            // names, and must follow any change to the example or its code.
+            let readme = fs::read_to_string(common::root().join("README.md")).expect("readme");
+            assert!(
+                readme.contains(&format!("(`{old}` → `{new}`)")),
+                "README.md should quote `{old}` → `{new}`"
+            );
+            let output = fs::read_to_string(common::root().join("docs/output.md")).expect("docs");
+            assert!(
+                output.contains(&format!("{old}   →  learning_rate 0.001 → 0.01  →   {new}")),
+                "docs/output.md should quote {old} → {new}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_change_to_one_role_renames_every_object_of_the_run() {
+    for (target, changed, before, after) in change_and_rebuild((
+        "ps:     {replicas: 2, resources: {cpu: \"1\"",
+        "ps:     {replicas: 2, resources: {cpu: \"2\"",
+    )) {
+        for (path, bytes) in &after {
+            if let Some(new) = run_label(bytes) {
+                let old = run_label(&before[path]).expect("run");
+                assert_ne!(old, new, "{target}: {path} keeps the old run");
+                assert!(changed.contains(path), "{target}: {path}");
+            }
+        }
+        assert!(
+            changed
+                .iter()
+                .any(|p| p.contains("worker") || p.contains("jobset-") || p.contains("tfjob-")),
+            "{target}: the workers restart with the parameter servers: {changed:?}"
+        );
+    }
+}
+
+#[test]
+fn a_tensorboard_change_renames_no_object_of_the_run() {
+    for (target, changed, _, _) in
+        change_and_rebuild(("service: LoadBalancer", "service: NodePort"))
+    {
+        assert_eq!(
+            changed,
+            ["ml/mnist/service-mnist-tensorboard.yaml"],
+            "{target}"
+        );
+    }
 }
 
 #[test]

@@ -44,11 +44,10 @@ fn fewer_workers_prunes_their_files_and_updates_the_kustomization() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 0 created, 6 updated, 2 deleted, 9 unchanged\nbuild is up to date (2 files)\n"
+        "updated deploy: 0 created, 7 updated, 1 deleted, 5 unchanged\nbuild is up to date (2 files)\n"
     );
     let tree = read_tree(&dir.path().join("deploy"));
     assert!(!tree.contains_key("ml/mnist/job-mnist-worker-1.yaml"));
-    assert!(!tree.contains_key("ml/mnist/service-mnist-worker-1.yaml"));
     let k = String::from_utf8_lossy(&tree["ml/mnist/kustomization.yaml"]).into_owned();
     assert!(!k.contains("worker-1"), "{k}");
     // The result is exactly what a fresh build gives.
@@ -229,15 +228,34 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     let o = run(dir.path(), &["diff", "--stat"]);
     assert_eq!(o.status.code(), Some(1));
     let text = stdout(&o);
+    // The cost first: the run starts again under a new name.
+    assert!(
+        text.starts_with("1 training run starts again:\n  re-run ml/mnist: mnist-"),
+        "{text}"
+    );
+    assert!(
+        text.contains(", every task starts again (the definition changed)\n"),
+        "{text}"
+    );
     assert!(text.contains("\n+ Job ml/mnist-worker-2\n"), "{text}");
-    assert!(text.contains("~ Job ml/mnist-worker-0\n"), "{text}");
+    assert!(
+        text.contains("~ Job ml/mnist-worker-0\n    renamed with the run\n"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "    spec.template.spec.containers[0].resources.limits.nvidia.com/gpu: 1 → 2\n"
         ),
         "{text}"
     );
-    assert!(text.contains("    spec.template.spec.containers[0].env[0].value.cluster.worker[2]: added mnist-worker-2.ml.svc:2222\n"), "{text}");
+    assert!(
+        text.contains(
+            "    spec.template.spec.containers[0].env[0].value.cluster.worker[2]: added mnist-"
+        ),
+        "{text}"
+    );
+    // A field that only follows the run's new name is not repeated.
+    assert!(!text.contains("metadata.name: mnist-"), "{text}");
     assert!(!text.contains("@@"), "--stat shows no file diffs");
     assert!(!text.contains('\u{1b}'), "no colour when not on a terminal");
 
@@ -254,7 +272,16 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     );
 
     let md = stdout(&run(dir.path(), &["diff", "--format", "markdown"]));
-    assert!(md.contains("| ~ | `Job ml/mnist-worker-0` |"), "{md}");
+    assert!(
+        md.starts_with(
+            "### trainc diff\n\n**1 training run starts again:**\n\n- re-run ml/mnist: mnist-"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ~ | `Job ml/mnist-worker-0` | renamed with the run<br>"),
+        "{md}"
+    );
     assert!(
         md.contains("```diff\n--- a/deploy/ml/mnist/job-mnist-worker-2.yaml"),
         "{md}"
@@ -267,8 +294,14 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     let o = run(dir.path(), &["diff", "--format", "json"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(v["create"], 2);
-    assert_eq!(v["update"], 7);
+    assert_eq!(v["create"], 1);
+    assert_eq!(v["update"], 8);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["op"], "rerun");
+    assert_eq!(runs[0]["job"], "ml/mnist");
+    assert_eq!(runs[0]["reason"], "the definition changed");
+    assert_ne!(runs[0]["old"], runs[0]["new"]);
     let worker0 = v["changes"]
         .as_array()
         .expect("array")
@@ -432,7 +465,7 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (28 and 2 files)\n"
+        "deploy and build are up to date (22 and 2 files)\n"
     );
 
     // Elsewhere, the paths alone define the output.

@@ -579,7 +579,7 @@ pub struct Generated {
 pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     let job = &def.metadata.name;
     let ns = namespace_of(def, defaults);
-    let run = names::run(job, &"0".repeat(names::HASH_LEN));
+    let run = names::run(job, &"x".repeat(names::HASH_LEN));
     let roles: Vec<(RoleKind, u32)> = RoleKind::ALL
         .into_iter()
         .map(|k| (k, replicas(def, k)))

@@ -108,6 +108,33 @@ pub fn build_example(name: &str) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>
     (dir, tree)
 }
 
+/// Builds an example for another target: its project file with
+/// `defaults.target` set, into a fresh directory.
+pub fn build_example_for(
+    name: &str,
+    target: &str,
+) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
+    let dir = scratch_example(name);
+    let project = dir.path().join("trainc.yaml");
+    let text = std::fs::read_to_string(&project).expect("project file");
+    assert!(
+        text.contains("\ndefaults:\n"),
+        "{name}: no defaults section"
+    );
+    std::fs::write(
+        &project,
+        text.replace(
+            "\ndefaults:\n",
+            &format!("\ndefaults:\n  target: {target}\n"),
+        ),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "build failed: {}", stderr(&o));
+    let tree = read_tree(&dir.path().join("deploy"));
+    (dir, tree)
+}
+
 /// The tool, or `None` (skip) when it is missing outside CI.
 pub fn tool(env: &str, name: &str) -> Option<PathBuf> {
     let candidates = std::env::var_os(env).map(PathBuf::from).into_iter().chain(
