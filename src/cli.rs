@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::load::project::Project;
+use crate::model::definition::Target;
 use crate::model::job::RoleKind;
 use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
@@ -165,6 +166,10 @@ pub enum Command {
         /// Namespace the jobs go to.
         #[arg(long, default_value = "default")]
         namespace: String,
+        /// The project's default target: `kubernetes` (plain Jobs), `jobset`
+        /// (the JobSet controller) or `tfjob` (the Kubeflow Training Operator).
+        #[arg(long, default_value = "kubernetes", value_parser = parse_target)]
+        target: Target,
         /// Overwrite existing files.
         #[arg(long)]
         force: bool,
@@ -193,6 +198,13 @@ fn parse_set(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err("expected NAME=VALUE, e.g. `epochs=5`".to_owned()),
     }
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    Target::ALL
+        .into_iter()
+        .find(|t| t.as_str() == s)
+        .ok_or_else(|| format!("unknown target `{s}`: use kubernetes, jobset or tfjob"))
 }
 
 fn parse_replicas(s: &str) -> Result<(RoleKind, u32), String> {
@@ -660,10 +672,16 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             dir,
             name,
             namespace,
+            target,
             force,
         } => {
             let dir = cwd.join(dir);
-            let written = init::init(&dir, &name, &namespace, force).map_err(fail(Format::Text))?;
+            let starter = init::Starter {
+                name: &name,
+                namespace: &namespace,
+                target,
+            };
+            let written = init::init(&dir, &starter, force).map_err(fail(Format::Text))?;
             for f in written {
                 let _ = writeln!(
                     stdout,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::project::PROJECT_FILE;
+use crate::model::definition::Target;
 use crate::model::project::Defaults;
 use crate::source::SourceFile;
 use crate::validate::schema::TRAINING_JOB_SCHEMA;
@@ -16,11 +17,21 @@ use crate::{load, validate};
 const DEFINITION_TEMPLATE: &str = include_str!("../library/init/trainingjob.yaml.j2");
 const PROJECT_TEMPLATE: &str = include_str!("../library/init/trainc.yaml.j2");
 
+/// What a starter project is called and where it goes.
+#[derive(Debug, Clone)]
+pub struct Starter<'a> {
+    pub name: &'a str,
+    pub namespace: &'a str,
+    /// The project's `defaults.target`.
+    pub target: Target,
+}
+
 /// What `init` writes, relative to the target directory.
-pub fn files(name: &str, namespace: &str) -> Result<Vec<(String, String)>, Diagnostic> {
+pub fn files(s: &Starter) -> Result<Vec<(String, String)>, Diagnostic> {
     let env = Environment::new();
+    let (name, namespace, target) = (s.name, s.namespace, s.target.as_str());
     let render = |tpl: &str| {
-        env.render_str(tpl, context! { name, namespace })
+        env.render_str(tpl, context! { name, namespace, target })
             .map(|mut s| {
                 if !s.ends_with('\n') {
                     s.push('\n');
@@ -41,13 +52,8 @@ pub fn files(name: &str, namespace: &str) -> Result<Vec<(String, String)>, Diagn
 
 /// Writes the starter files, refusing to overwrite any unless `force`.
 /// Returns the paths written.
-pub fn init(
-    dir: &Path,
-    name: &str,
-    namespace: &str,
-    force: bool,
-) -> Result<Vec<String>, Vec<Diagnostic>> {
-    let files = files(name, namespace).map_err(|d| vec![d])?;
+pub fn init(dir: &Path, starter: &Starter, force: bool) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let files = files(starter).map_err(|d| vec![d])?;
     // The starter must validate as written; checking the rendered text also
     // refuses names that are not DNS labels (or that would escape `jobs/`)
     // before anything is written.
@@ -58,7 +64,8 @@ pub fn init(
         });
         let docs = load::parse(&source).map_err(|d| vec![d])?;
         let defaults = Defaults {
-            namespace: Some(namespace.to_owned()),
+            namespace: Some(starter.namespace.to_owned()),
+            target: Some(starter.target),
             ..Defaults::default()
         };
         let library = crate::library::Library::builtin()?;

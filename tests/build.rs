@@ -338,6 +338,45 @@ fn init_writes_a_project_that_builds_and_refuses_to_overwrite() {
 }
 
 #[test]
+fn init_sets_the_project_target() {
+    for (target, run_file) in [
+        ("kubernetes", "job-digits-worker-1.yaml"),
+        ("jobset", "jobset-digits.yaml"),
+        ("tfjob", "tfjob-digits.yaml"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = run(
+            dir.path(),
+            &["init", "--name", "digits", "--target", target],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
+        assert!(
+            project.contains(&format!("\n  target: {target}\n")),
+            "{project}"
+        );
+        let b = run(dir.path(), &["build"]);
+        assert!(b.status.success(), "{}", stderr(&b));
+        assert!(
+            dir.path()
+                .join("deploy/default/digits")
+                .join(run_file)
+                .exists(),
+            "{target}"
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["init", "--target", "mpijob"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown target `mpijob`: use kubernetes, jobset or tfjob"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("trainc.yaml").exists());
+}
+
+#[test]
 fn no_definitions_is_an_error_with_a_hint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = run(dir.path(), &["build"]);
