@@ -49,7 +49,7 @@ pub struct RunChange {
 }
 
 impl RunChange {
-    /// `re-run ml/mnist: mnist-4e20cf → mnist-8b16ab (the definition changed)`.
+    /// `re-run ml/mnist: mnist-4e20cf → mnist-8b16ab (the definition or its image changed)`.
     pub fn line(&self) -> String {
         let name = |n: &Option<String>| n.clone().unwrap_or_default();
         match self.op {
@@ -58,7 +58,7 @@ impl RunChange {
                 self.job,
                 name(&self.old),
                 name(&self.new),
-                self.reason.as_deref().unwrap_or("the definition changed")
+                self.reason.as_deref().unwrap_or("the definition or its image changed")
             ),
             "start" => format!("start {}: {}", self.job, name(&self.new)),
             _ => format!("stop {}: {} is deleted", self.job, name(&self.old)),
@@ -152,7 +152,7 @@ fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
                         new.format.as_deref().unwrap_or("0")
                     )
                 } else {
-                    "the definition changed".to_owned()
+                    "the definition or its image changed".to_owned()
                 };
                 ("rerun", Some(reason))
             }

@@ -234,7 +234,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
         "{text}"
     );
     assert!(
-        text.contains(", every task starts again (the definition changed)\n"),
+        text.contains(", every task starts again (the definition or its image changed)\n"),
         "{text}"
     );
     assert!(text.contains("\n+ Job ml/mnist-worker-2\n"), "{text}");
@@ -300,7 +300,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["op"], "rerun");
     assert_eq!(runs[0]["job"], "ml/mnist");
-    assert_eq!(runs[0]["reason"], "the definition changed");
+    assert_eq!(runs[0]["reason"], "the definition or its image changed");
     assert_ne!(runs[0]["old"], runs[0]["new"]);
     let worker0 = v["changes"]
         .as_array()
