@@ -447,22 +447,10 @@ fn summary(plan: &Plan) -> String {
 
 pub fn run(cli: Cli) -> Result<Status, Failure> {
     let cwd = current_dir()?;
-    let color = cli.color;
-    let mut stdout = anstream::AutoStream::new(std::io::stdout(), color.choice()).lock();
+    let mut stdout = anstream::AutoStream::new(std::io::stdout(), cli.color.choice()).lock();
+    let out = &mut stdout;
     match cli.command {
-        Command::Validate { inputs, format } => {
-            let fail = fail(format);
-            let project = Project::discover(&cwd, inputs.project.as_deref()).map_err(&fail)?;
-            let mut jobs = pipeline::check(&project, &cwd, &inputs.paths).map_err(&fail)?;
-            // Templates and build contexts too: what `build` would refuse.
-            pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
-            if format == Format::Json {
-                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-            } else {
-                let _ = writeln!(stdout, "{} valid", plural(jobs.len(), "job"));
-            }
-            Ok(Status::Ok)
-        }
+        Command::Validate { inputs, format } => validate(&cwd, out, &inputs, format),
         Command::Build {
             inputs,
             output,
@@ -471,130 +459,20 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             verbose,
             format,
         } => {
-            let fail = fail(format);
-            let targets = targets(&cwd, &inputs, &output, &fail)?;
-            let req = cache::Request {
-                cwd: &cwd,
-                project: &targets.project,
-                paths: &inputs.paths,
-                build_output: targets.build_output.as_deref(),
+            let opts = BuildOptions {
+                check,
+                no_cache,
+                verbose,
+                format,
             };
-            let cache = if no_cache {
-                Err("of --no-cache".to_owned())
-            } else {
-                cache::Cache::open(&req)
-            };
-            let fresh = match &cache {
-                Ok(c) => c.fresh(&req),
-                Err(why) => Err(why.clone()),
-            };
-            if verbose {
-                match &fresh {
-                    Ok(_) => eprintln!("cache: the output is as the last build left it"),
-                    Err(why) => eprintln!("cache: compiling, because {why}"),
-                }
-            }
-            if let Ok(dests) = fresh {
-                // As the full path below: `--check` prints status lines even in JSON.
-                if format == Format::Json && !check {
-                    let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-                } else {
-                    let dirs: Vec<(usize, String)> =
-                        dests.iter().map(|(d, n)| (*n, shown(&cwd, d))).collect();
-                    let _ = writeln!(stdout, "{}", up_to_date(&dirs));
-                }
-                return Ok(Status::Ok);
-            }
-            let (dests, read) = desired(&cwd, &inputs, &targets, &fail)?;
-            let record = |plans: &[(Plan, String)]| {
-                let Ok(c) = &cache else { return };
-                let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
-                if let Err(why) = c.save(&req, &read, &plans)
-                    && verbose
-                {
-                    eprintln!("cache: not recorded, because {why}");
-                }
-            };
-            if check {
-                let plans = plan_all(dests, &fail)?;
-                let current = plans.iter().all(|(p, _)| p.is_noop());
-                if current {
-                    record(&plans);
-                }
-                let _ = write!(
-                    stdout,
-                    "{}",
-                    status(&plans, |plan, dir| {
-                        let mut s = format!("{dir} is stale: {}\n", summary(plan));
-                        for c in plan.pending() {
-                            s.push_str(&format!("{} {dir}/{}\n", c.op.sign(), c.path));
-                        }
-                        s
-                    })
-                );
-                if current {
-                    return Ok(Status::Ok);
-                }
-                let _ = writeln!(stdout, "run `trainc build` and commit the result");
-                return Ok(Status::Changes);
-            }
-            // Lock before reading the directories, in a fixed order: what is
-            // planned is what is written, even with a second build racing.
-            let mut locks = Vec::new();
-            for d in &dests {
-                locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
-            }
-            // Every plan before any write: a refusal anywhere writes nothing.
-            let plans = plan_all(dests, &fail)?;
-            for (plan, _) in &plans {
-                plan::apply(plan).map_err(&fail)?;
-            }
-            // Still locked: the snapshot is of this build's output.
-            record(&plans);
-            drop(locks);
-            if format == Format::Json {
-                let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-                return Ok(Status::Ok);
-            }
-            // Nothing to do is one line, however many directories.
-            let _ = write!(
-                stdout,
-                "{}",
-                status(&plans, |plan, dir| format!(
-                    "updated {dir}: {}\n",
-                    summary(plan)
-                ))
-            );
-            Ok(Status::Ok)
+            build(&cwd, out, &inputs, &output, &opts)
         }
         Command::Diff {
             inputs,
             output,
             format,
             stat,
-        } => {
-            let fail = fail(if format == DiffFormat::Json {
-                Format::Json
-            } else {
-                Format::Text
-            });
-            let mut reports = Vec::new();
-            let mut noop = true;
-            let targets = targets(&cwd, &inputs, &output, &fail)?;
-            for d in desired(&cwd, &inputs, &targets, &fail)?.0 {
-                let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
-                noop &= plan.is_noop();
-                reports.push(diff::report(&plan, &d.shown));
-            }
-            let report = diff::Report::merge(reports);
-            let text = match format {
-                DiffFormat::Text => diff::render_text(&report, true, stat),
-                DiffFormat::Markdown => diff::render_markdown(&report, stat),
-                DiffFormat::Json => diff::render_json(&report),
-            };
-            let _ = write!(stdout, "{text}");
-            Ok(if noop { Status::Ok } else { Status::Changes })
-        }
+        } => diff(&cwd, out, &inputs, &output, format, stat),
         Command::Run {
             path,
             local: _,
@@ -605,67 +483,23 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             set,
             replicas,
         } => {
-            let fail = fail(Format::Text);
-            let project = Project::discover(&cwd, project.as_deref()).map_err(&fail)?;
-            let mut jobs =
-                pipeline::check(&project, &cwd, std::slice::from_ref(&path)).map_err(&fail)?;
-            pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
-            let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
-            let workdir = match workdir {
-                Some(w) => cwd.join(w),
-                None => std::env::temp_dir().join(format!(
-                    "trainc-run-{}-{}-{}",
-                    job.namespace,
-                    job.name,
-                    std::process::id()
-                )),
-            };
-            // Tasks run in the work directory: a relative interpreter path
-            // means the one relative to here.
-            let python = if python.components().count() > 1 {
-                cwd.join(python)
-            } else {
-                python
-            };
-            let opts = crate::run::Options {
-                workdir: workdir.clone(),
+            let args = RunArgs {
+                path,
+                job,
+                project,
+                workdir,
                 python,
                 set,
                 replicas,
             };
-            crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
-            if crate::run::uses_python(&job) {
-                crate::run::preflight(&opts.python, &job.framework_version)
-                    .map_err(|d| fail(vec![d]))?;
-            }
-            let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
-            let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
-            let _ = writeln!(
-                stdout,
-                "running {}/{} locally: {} ({}), work directory {}",
-                job.namespace,
-                job.name,
-                plural(tasks.len(), "task"),
-                tasks
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                workdir.display()
-            );
-            if gpus > 0 {
-                let _ = writeln!(stdout, "note: GPU requests are ignored locally");
-            }
-            drop(stdout);
-            let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
-            Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))
+            run_local(&cwd, stdout, args)
         }
         Command::Schema { kind } => {
             let text = match kind {
                 SchemaKind::Definition => schema::TRAINING_JOB_SCHEMA,
                 SchemaKind::Project => schema::PROJECT_SCHEMA,
             };
-            let _ = write!(stdout, "{text}");
+            let _ = write!(out, "{text}");
             Ok(Status::Ok)
         }
         Command::Init {
@@ -675,23 +509,285 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             target,
             force,
         } => {
-            let dir = cwd.join(dir);
             let starter = init::Starter {
                 name: &name,
                 namespace: &namespace,
                 target,
             };
-            let written = init::init(&dir, &starter, force).map_err(fail(Format::Text))?;
-            for f in written {
-                let _ = writeln!(
-                    stdout,
-                    "wrote {}",
-                    crate::load::display_name(&cwd, &dir.join(f))
-                );
-            }
-            Ok(Status::Ok)
+            init(&cwd, out, &dir, &starter, force)
         }
     }
+}
+
+/// Where commands print: stdout, coloured as `--color` says.
+type Out = anstream::AutoStream<std::io::StdoutLock<'static>>;
+
+/// `trainc validate`.
+fn validate(
+    cwd: &Path,
+    stdout: &mut Out,
+    inputs: &Inputs,
+    format: Format,
+) -> Result<Status, Failure> {
+    let fail = fail(format);
+    let project = Project::discover(cwd, inputs.project.as_deref()).map_err(&fail)?;
+    let mut jobs = pipeline::check(&project, cwd, &inputs.paths).map_err(&fail)?;
+    // Templates and build contexts too: what `build` would refuse.
+    pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
+    if format == Format::Json {
+        let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+    } else {
+        let _ = writeln!(stdout, "{} valid", plural(jobs.len(), "job"));
+    }
+    Ok(Status::Ok)
+}
+
+/// The flags of `trainc build`.
+struct BuildOptions {
+    check: bool,
+    no_cache: bool,
+    verbose: bool,
+    format: Format,
+}
+
+/// `trainc build` and `trainc build --check`.
+fn build(
+    cwd: &Path,
+    stdout: &mut Out,
+    inputs: &Inputs,
+    output: &Output,
+    opts: &BuildOptions,
+) -> Result<Status, Failure> {
+    let BuildOptions {
+        check,
+        no_cache,
+        verbose,
+        format,
+    } = *opts;
+    let fail = fail(format);
+    let targets = targets(cwd, inputs, output, &fail)?;
+    let req = cache::Request {
+        cwd,
+        project: &targets.project,
+        paths: &inputs.paths,
+        build_output: targets.build_output.as_deref(),
+    };
+    let cache = if no_cache {
+        Err("of --no-cache".to_owned())
+    } else {
+        cache::Cache::open(&req)
+    };
+    let fresh = match &cache {
+        Ok(c) => c.fresh(&req),
+        Err(why) => Err(why.clone()),
+    };
+    if verbose {
+        match &fresh {
+            Ok(_) => eprintln!("cache: the output is as the last build left it"),
+            Err(why) => eprintln!("cache: compiling, because {why}"),
+        }
+    }
+    if let Ok(dests) = fresh {
+        // As the full path below: `--check` prints status lines even in JSON.
+        if format == Format::Json && !check {
+            let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+        } else {
+            let dirs: Vec<(usize, String)> =
+                dests.iter().map(|(d, n)| (*n, shown(cwd, d))).collect();
+            let _ = writeln!(stdout, "{}", up_to_date(&dirs));
+        }
+        return Ok(Status::Ok);
+    }
+    let (dests, read) = desired(cwd, inputs, &targets, &fail)?;
+    let record = |plans: &[(Plan, String)]| {
+        let Ok(c) = &cache else { return };
+        let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
+        if let Err(why) = c.save(&req, &read, &plans)
+            && verbose
+        {
+            eprintln!("cache: not recorded, because {why}");
+        }
+    };
+    if check {
+        let plans = plan_all(dests, &fail)?;
+        let current = plans.iter().all(|(p, _)| p.is_noop());
+        if current {
+            record(&plans);
+        }
+        let _ = write!(
+            stdout,
+            "{}",
+            status(&plans, |plan, dir| {
+                let mut s = format!("{dir} is stale: {}\n", summary(plan));
+                for c in plan.pending() {
+                    s.push_str(&format!("{} {dir}/{}\n", c.op.sign(), c.path));
+                }
+                s
+            })
+        );
+        if current {
+            return Ok(Status::Ok);
+        }
+        let _ = writeln!(stdout, "run `trainc build` and commit the result");
+        return Ok(Status::Changes);
+    }
+    // Lock before reading the directories, in a fixed order: what is
+    // planned is what is written, even with a second build racing.
+    let mut locks = Vec::new();
+    for d in &dests {
+        locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
+    }
+    // Every plan before any write: a refusal anywhere writes nothing.
+    let plans = plan_all(dests, &fail)?;
+    for (plan, _) in &plans {
+        plan::apply(plan).map_err(&fail)?;
+    }
+    // Still locked: the snapshot is of this build's output.
+    record(&plans);
+    drop(locks);
+    if format == Format::Json {
+        let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+        return Ok(Status::Ok);
+    }
+    // Nothing to do is one line, however many directories.
+    let _ = write!(
+        stdout,
+        "{}",
+        status(&plans, |plan, dir| format!(
+            "updated {dir}: {}\n",
+            summary(plan)
+        ))
+    );
+    Ok(Status::Ok)
+}
+
+/// `trainc diff`.
+fn diff(
+    cwd: &Path,
+    stdout: &mut Out,
+    inputs: &Inputs,
+    output: &Output,
+    format: DiffFormat,
+    stat: bool,
+) -> Result<Status, Failure> {
+    let fail = fail(if format == DiffFormat::Json {
+        Format::Json
+    } else {
+        Format::Text
+    });
+    let mut reports = Vec::new();
+    let mut noop = true;
+    let targets = targets(cwd, inputs, output, &fail)?;
+    for d in desired(cwd, inputs, &targets, &fail)?.0 {
+        let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
+        noop &= plan.is_noop();
+        reports.push(diff::report(&plan, &d.shown));
+    }
+    let report = diff::Report::merge(reports);
+    let text = match format {
+        DiffFormat::Text => diff::render_text(&report, true, stat),
+        DiffFormat::Markdown => diff::render_markdown(&report, stat),
+        DiffFormat::Json => diff::render_json(&report),
+    };
+    let _ = write!(stdout, "{text}");
+    Ok(if noop { Status::Ok } else { Status::Changes })
+}
+
+/// The arguments of `trainc run --local`.
+struct RunArgs {
+    path: PathBuf,
+    job: Option<String>,
+    project: Option<PathBuf>,
+    workdir: Option<PathBuf>,
+    python: PathBuf,
+    set: Vec<(String, String)>,
+    replicas: Vec<(RoleKind, u32)>,
+}
+
+/// `trainc run --local`. Takes stdout by value: it is released before the
+/// tasks start, so their output is not held behind its lock.
+fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs) -> Result<Status, Failure> {
+    let RunArgs {
+        path,
+        job,
+        project,
+        workdir,
+        python,
+        set,
+        replicas,
+    } = args;
+    let fail = fail(Format::Text);
+    let project = Project::discover(cwd, project.as_deref()).map_err(&fail)?;
+    let mut jobs = pipeline::check(&project, cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+    pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
+    let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
+    let workdir = match workdir {
+        Some(w) => cwd.join(w),
+        None => std::env::temp_dir().join(format!(
+            "trainc-run-{}-{}-{}",
+            job.namespace,
+            job.name,
+            std::process::id()
+        )),
+    };
+    // Tasks run in the work directory: a relative interpreter path
+    // means the one relative to here.
+    let python = if python.components().count() > 1 {
+        cwd.join(python)
+    } else {
+        python
+    };
+    let opts = crate::run::Options {
+        workdir: workdir.clone(),
+        python,
+        set,
+        replicas,
+    };
+    crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
+    if crate::run::uses_python(&job) {
+        crate::run::preflight(&opts.python, &job.framework_version).map_err(|d| fail(vec![d]))?;
+    }
+    let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
+    let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
+    let _ = writeln!(
+        stdout,
+        "running {}/{} locally: {} ({}), work directory {}",
+        job.namespace,
+        job.name,
+        plural(tasks.len(), "task"),
+        tasks
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        workdir.display()
+    );
+    if gpus > 0 {
+        let _ = writeln!(stdout, "note: GPU requests are ignored locally");
+    }
+    drop(stdout);
+    let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
+    Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `trainc init`.
+fn init(
+    cwd: &Path,
+    stdout: &mut Out,
+    dir: &Path,
+    starter: &init::Starter,
+    force: bool,
+) -> Result<Status, Failure> {
+    let dir = cwd.join(dir);
+    let written = init::init(&dir, starter, force).map_err(fail(Format::Text))?;
+    for f in written {
+        let _ = writeln!(
+            stdout,
+            "wrote {}",
+            crate::load::display_name(cwd, &dir.join(f))
+        );
+    }
+    Ok(Status::Ok)
 }
 
 /// The one job to run: the only one, or the one named by `--job`.
