@@ -58,7 +58,9 @@ impl RunChange {
                 self.job,
                 name(&self.old),
                 name(&self.new),
-                self.reason.as_deref().unwrap_or("the definition or its image changed")
+                self.reason
+                    .as_deref()
+                    .unwrap_or("the definition or its image changed")
             ),
             "start" => format!("start {}: {}", self.job, name(&self.new)),
             _ => format!("stop {}: {} is deleted", self.job, name(&self.old)),
