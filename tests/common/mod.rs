@@ -85,8 +85,10 @@ pub fn scratch_example(name: &str) -> tempfile::TempDir {
     for e in std::fs::read_dir(&from).expect("read example") {
         let e = e.expect("entry");
         let file_name = e.file_name();
-        // Outputs of a build in the source tree are not part of the example.
-        if file_name == "deploy" || file_name == "build" {
+        // Outputs of a build in the source tree (`deploy`, `deploy-jobset`,
+        // `build`) are not part of the example.
+        let n = file_name.to_string_lossy();
+        if n.starts_with("deploy") || n.starts_with("build") {
             continue;
         }
         let to = dir.path().join(&file_name);
@@ -108,30 +110,14 @@ pub fn build_example(name: &str) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>
     (dir, tree)
 }
 
-/// Builds an example for another target: its project file with
-/// `defaults.target` set, into a fresh directory.
+/// Builds an example for another target (see [`build_variant`]) and
+/// returns the output tree.
 pub fn build_example_for(
     name: &str,
-    target: &str,
+    target: &'static str,
 ) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
-    let dir = scratch_example(name);
-    let project = dir.path().join("trainc.yaml");
-    let text = std::fs::read_to_string(&project).expect("project file");
-    assert!(
-        text.contains("\ndefaults:\n"),
-        "{name}: no defaults section"
-    );
-    std::fs::write(
-        &project,
-        text.replace(
-            "\ndefaults:\n",
-            &format!("\ndefaults:\n  target: {target}\n"),
-        ),
-    )
-    .expect("write");
-    let o = run(dir.path(), &["build"]);
-    assert!(o.status.success(), "build failed: {}", stderr(&o));
-    let tree = read_tree(&dir.path().join("deploy"));
+    let (dir, output) = build_variant(name, Variant::Target(target));
+    let tree = read_tree(&output);
     (dir, tree)
 }
 
@@ -155,4 +141,87 @@ pub fn tool(env: &str, name: &str) -> Option<PathBuf> {
     );
     eprintln!("skipping: {name} not found (run `bash tests/run.sh` to install it)");
     None
+}
+
+/// How a project is built for a target other than its own.
+#[derive(Debug, Clone, Copy)]
+pub enum Variant {
+    /// `trainc build --project FILE`, a project file shipped beside
+    /// `trainc.yaml`.
+    Project(&'static str),
+    /// Every job built for this target: `defaults.target` in the project
+    /// file, and any `target:` a definition sets replaced.
+    Target(&'static str),
+}
+
+/// The builds whose output holds custom resources (JobSets, TFJobs); checked
+/// by tests/crd.rs against the CRDs and by tests/external.rs with kubectl and
+/// kubernetes-validate.
+pub const CRD_BUILDS: &[(&str, Variant)] = &[
+    ("mnist", Variant::Project("trainc.jobset.yaml")),
+    ("mnist", Variant::Target("tfjob")),
+    ("mnist-cpu", Variant::Target("jobset")),
+    ("mnist-cpu", Variant::Target("tfjob")),
+    ("kitchen-sink", Variant::Target("jobset")),
+    ("kitchen-sink", Variant::Target("tfjob")),
+];
+
+/// The `output:` of a project file (`deploy` when it has none).
+pub fn project_output(project: &Path) -> String {
+    let text = std::fs::read_to_string(project).expect("read project");
+    let value: serde_json::Value = serde_saphyr::from_str(&text).expect("project parses");
+    value["output"].as_str().unwrap_or("deploy").to_owned()
+}
+
+/// Builds an example as `variant` says, into a fresh directory; returns it
+/// and the output directory.
+pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBuf) {
+    let dir = scratch_example(name);
+    let project = match variant {
+        Variant::Project(file) => file,
+        Variant::Target(target) => {
+            let project = dir.path().join("trainc.yaml");
+            let text = std::fs::read_to_string(&project).expect("read project");
+            let mut found = 0;
+            let mut out = String::new();
+            for line in text.lines() {
+                out.push_str(line);
+                out.push('\n');
+                if line == "defaults:" {
+                    found += 1;
+                    out.push_str(&format!("  target: {target}\n"));
+                }
+            }
+            assert_eq!(found, 1, "{name}: trainc.yaml has one `defaults:` block");
+            std::fs::write(&project, out).expect("write project");
+            // A definition's own `target:` wins over the default.
+            for e in walkdir::WalkDir::new(dir.path().join("jobs")) {
+                let e = e.expect("walk");
+                if !e.file_type().is_file() {
+                    continue;
+                }
+                let text = std::fs::read_to_string(e.path()).expect("read definition");
+                let replaced: String = text
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("  target: ") {
+                            format!("  target: {target}\n")
+                        } else {
+                            format!("{l}\n")
+                        }
+                    })
+                    .collect();
+                std::fs::write(e.path(), replaced).expect("write definition");
+            }
+            "trainc.yaml"
+        }
+    };
+    let output = dir.path().join(project_output(&dir.path().join(project)));
+    let o = run(dir.path(), &["build", "--project", project]);
+    assert!(
+        o.status.success(),
+        "{name} {variant:?}: build failed: {}",
+        stderr(&o)
+    );
+    (dir, output)
 }
