@@ -7,7 +7,7 @@ use std::path::Path;
 
 use common::{read_tree, run, stderr, trainc};
 
-/// A project with three jobs in three files.
+/// A project with three jobs in three files, the third on `jobset`.
 fn project(dir: &Path) {
     common::copy_tree(&common::example("mnist").join("jobs"), &dir.join("jobs"));
     common::copy_tree(&common::example("mnist").join("train"), &dir.join("train"));
@@ -17,7 +17,8 @@ fn project(dir: &Path) {
     );
     let third = std::fs::read_to_string(common::example("mnist-cpu").join("jobs/mnist-cpu.yaml"))
         .expect("read")
-        .replace("name: mnist-cpu", "name: a-first-job");
+        .replace("name: mnist-cpu", "name: a-first-job")
+        .replace("\nspec:\n", "\nspec:\n  target: jobset\n");
     std::fs::write(dir.join("jobs/zz-last-file.yaml"), third).expect("write");
 }
 
@@ -72,4 +73,9 @@ fn repeated_builds_give_identical_bytes() {
     let (_a, first) = common::build_example("mnist");
     let (_b, second) = common::build_example("mnist");
     assert_eq!(first, second);
+    for target in ["jobset", "tfjob"] {
+        let (_a, first) = common::build_example_for("kitchen-sink", target);
+        let (_b, second) = common::build_example_for("kitchen-sink", target);
+        assert_eq!(first, second, "{target}");
+    }
 }
