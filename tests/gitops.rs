@@ -39,17 +39,29 @@ fn readme_snippet() -> String {
     readme[start..end].to_owned()
 }
 
-/// Every shipped YAML file appears in docs/gitops.md byte for byte, so the
-/// page never drifts from the files the tests check.
+/// Every file in docs/gitops/ appears in docs/gitops.md byte for byte, so
+/// the page never drifts from the files the tests check.
 #[test]
 fn the_gitops_page_shows_the_checked_files() {
     let page = fs::read_to_string(root().join("docs/gitops.md")).expect("read");
-    for f in [
-        "argocd-application.yaml",
-        "flux-kustomization.yaml",
-        "github-actions.yaml",
-    ] {
-        let text = fs::read_to_string(root().join("docs/gitops").join(f)).expect("read");
+    let mut files: Vec<String> = fs::read_dir(root().join("docs/gitops"))
+        .expect("docs/gitops")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "argocd-application.yaml",
+            "argocd-health.yaml",
+            "flux-health-checks.yaml",
+            "flux-kustomization.yaml",
+            "github-actions.yaml",
+        ],
+        "a new file in docs/gitops/ needs its checks here"
+    );
+    for f in files {
+        let text = fs::read_to_string(root().join("docs/gitops").join(&f)).expect("read");
         assert!(
             page.contains(&format!("```yaml\n{text}```")),
             "docs/gitops.md does not include docs/gitops/{f} verbatim"
@@ -94,6 +106,74 @@ fn flux_kustomization_applies_the_output_root_with_pruning() {
     assert_eq!(ks["spec"]["sourceRef"]["kind"], "GitRepository");
     assert_eq!(ks["spec"]["sourceRef"]["name"], repo["metadata"]["name"]);
     assert_eq!(ks["metadata"]["namespace"], repo["metadata"]["namespace"]);
+}
+
+/// The Argo CD health checks are a fragment of argocd-cm, the only place
+/// Argo CD reads them, and every key is a health check for one group and
+/// kind (`resource.customizations.health.<group>_<kind>`; Argo CD splits
+/// at the first `_`, so a group may not contain one). tests/health.rs runs
+/// the scripts.
+#[test]
+fn argo_cd_health_checks_are_an_argocd_cm_fragment() {
+    let cm = one("docs/gitops/argocd-health.yaml");
+    assert_eq!(cm["apiVersion"], "v1");
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert_eq!(cm["metadata"]["name"], "argocd-cm");
+    assert_eq!(cm["metadata"]["namespace"], "argocd");
+    assert_eq!(
+        cm["metadata"]["labels"]["app.kubernetes.io/part-of"],
+        "argocd"
+    );
+    let data = cm["data"].as_object().expect("data");
+    assert!(!data.is_empty());
+    for (key, script) in data {
+        let target = key
+            .strip_prefix("resource.customizations.health.")
+            .unwrap_or_else(|| panic!("{key}: not a health check"));
+        let (group, kind) = target.split_once('_').expect("<group>_<kind>");
+        assert!(
+            group.contains('.') && !kind.is_empty() && !kind.contains('_'),
+            "{key}"
+        );
+        assert!(
+            script.as_str().is_some_and(|s| s.contains("return")),
+            "{key}"
+        );
+    }
+}
+
+/// The Flux health checks come as a Kustomization that replaces the
+/// example's: the same source, path and pruning, with `wait: true`, without
+/// which Flux never evaluates the expressions. tests/health.rs evaluates
+/// them.
+#[test]
+fn flux_health_checks_replace_the_example_kustomization() {
+    let example = yaml_docs("docs/gitops/flux-kustomization.yaml").remove(1);
+    let ks = one("docs/gitops/flux-health-checks.yaml");
+    for field in ["apiVersion", "kind", "metadata"] {
+        assert_eq!(ks[field], example[field], "{field}");
+    }
+    for field in ["interval", "sourceRef", "path", "prune", "timeout"] {
+        assert_eq!(ks["spec"][field], example["spec"][field], "spec.{field}");
+    }
+    assert_ne!(ks["spec"]["force"], true);
+    assert_eq!(ks["spec"]["wait"], true);
+    let exprs = ks["spec"]["healthCheckExprs"]
+        .as_array()
+        .expect("healthCheckExprs");
+    assert!(!exprs.is_empty());
+    for e in exprs {
+        let entry = e.as_object().expect("an entry");
+        for key in entry.keys() {
+            assert!(
+                ["apiVersion", "kind", "current", "inProgress", "failed"].contains(&key.as_str()),
+                "{key}"
+            );
+        }
+        assert!(e["apiVersion"].as_str().is_some_and(|v| v.contains('/')));
+        assert!(e["kind"].is_string(), "set kind: Flux < 2.9 needs it");
+        assert!(e["current"].is_string(), "current is required");
+    }
 }
 
 /// The hooks' entries, run as pre-commit runs them (no file arguments), in
