@@ -124,32 +124,7 @@ pub enum Command {
         stat: bool,
     },
     /// Run every task of one job as local processes, as the cluster would.
-    Run {
-        /// The definition file (or directory) holding the job.
-        path: PathBuf,
-        /// Run on this machine (the only mode for now).
-        #[arg(long, required = true)]
-        local: bool,
-        /// The job to run when the path holds several.
-        #[arg(long, value_name = "NAME")]
-        job: Option<String>,
-        /// Project file [default: `trainc.yaml` in the working directory, if any].
-        #[arg(long, value_name = "FILE")]
-        project: Option<PathBuf>,
-        /// Directory standing in for the job's volumes [default: a new
-        /// directory under the system's temporary directory].
-        #[arg(long, value_name = "DIR")]
-        workdir: Option<PathBuf>,
-        /// Python interpreter for `python` commands.
-        #[arg(long, value_name = "PATH", default_value = "python3")]
-        python: PathBuf,
-        /// Override a hyperparameter, e.g. `--set epochs=5` (repeatable).
-        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-        set: Vec<(String, String)>,
-        /// Override a role's replicas, e.g. `--replicas ps=1` (repeatable).
-        #[arg(long, value_name = "ROLE=N", value_parser = parse_replicas)]
-        replicas: Vec<(RoleKind, u32)>,
-    },
+    Run(RunArgs),
     /// Print the JSON Schema of the definition (or of the project file).
     Schema {
         #[arg(value_enum, default_value_t = SchemaKind::Definition)]
@@ -174,6 +149,35 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// The arguments of `trainc run --local`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The definition file (or directory) holding the job.
+    path: PathBuf,
+    /// Run on this machine (the only mode for now).
+    #[arg(long, required = true)]
+    local: bool,
+    /// The job to run when the path holds several.
+    #[arg(long, value_name = "NAME")]
+    job: Option<String>,
+    /// Project file [default: `trainc.yaml` in the working directory, if any].
+    #[arg(long, value_name = "FILE")]
+    project: Option<PathBuf>,
+    /// Directory standing in for the job's volumes [default: a new
+    /// directory under the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Python interpreter for `python` commands.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    python: PathBuf,
+    /// Override a hyperparameter, e.g. `--set epochs=5` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    set: Vec<(String, String)>,
+    /// Override a role's replicas, e.g. `--replicas ps=1` (repeatable).
+    #[arg(long, value_name = "ROLE=N", value_parser = parse_replicas)]
+    replicas: Vec<(RoleKind, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -473,27 +477,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             format,
             stat,
         } => diff(&cwd, out, &inputs, &output, format, stat),
-        Command::Run {
-            path,
-            local: _,
-            job,
-            project,
-            workdir,
-            python,
-            set,
-            replicas,
-        } => {
-            let args = RunArgs {
-                path,
-                job,
-                project,
-                workdir,
-                python,
-                set,
-                replicas,
-            };
-            run_local(&cwd, stdout, args)
-        }
+        Command::Run(args) => run_local(&cwd, stdout, args),
         Command::Schema { kind } => {
             let text = match kind {
                 SchemaKind::Definition => schema::TRAINING_JOB_SCHEMA,
@@ -693,22 +677,12 @@ fn diff(
     Ok(if noop { Status::Ok } else { Status::Changes })
 }
 
-/// The arguments of `trainc run --local`.
-struct RunArgs {
-    path: PathBuf,
-    job: Option<String>,
-    project: Option<PathBuf>,
-    workdir: Option<PathBuf>,
-    python: PathBuf,
-    set: Vec<(String, String)>,
-    replicas: Vec<(RoleKind, u32)>,
-}
-
 /// `trainc run --local`. Takes stdout by value: it is released before the
 /// tasks start, so their output is not held behind its lock.
 fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs) -> Result<Status, Failure> {
     let RunArgs {
         path,
+        local: _,
         job,
         project,
         workdir,

@@ -12,8 +12,17 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-macro_rules! resource {
-    ($ty:ident, $group:literal, $version:literal, $kind:literal, $plural:literal) => {
+/// A custom resource of `metadata` and `spec`, serialized as k8s-openapi
+/// serializes its objects: `apiVersion` and `kind` first, from the type.
+macro_rules! custom_resource {
+    ($(#[$doc:meta])* $ty:ident($spec:ty), $group:literal, $version:literal, $kind:literal, $plural:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $ty {
+            pub metadata: ObjectMeta,
+            pub spec: $spec,
+        }
+
         impl k8s_openapi::Resource for $ty {
             const API_VERSION: &'static str = concat!($group, "/", $version);
             const GROUP: &'static str = $group;
@@ -23,13 +32,10 @@ macro_rules! resource {
             type Scope = k8s_openapi::NamespaceResourceScope;
         }
 
-        impl $ty {
-            fn api_version(&self) -> &'static str {
-                <Self as k8s_openapi::Resource>::API_VERSION
-            }
-
-            fn kind(&self) -> &'static str {
-                <Self as k8s_openapi::Resource>::KIND
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use k8s_openapi::Resource;
+                type_meta(s, Self::API_VERSION, Self::KIND, &self.metadata, &self.spec)
             }
         }
     };
@@ -55,25 +61,10 @@ where
     st.end()
 }
 
-/// A JobSet: a group of Jobs that start, succeed, fail and restart together.
-#[derive(Debug, Clone)]
-pub struct JobSet {
-    pub metadata: ObjectMeta,
-    pub spec: JobSetSpec,
-}
-resource!(JobSet, "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
-
-impl Serialize for JobSet {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        type_meta(
-            s,
-            self.api_version(),
-            self.kind(),
-            &self.metadata,
-            &self.spec,
-        )
-    }
-}
+custom_resource!(
+    /// A JobSet: a group of Jobs that start, succeed, fail and restart together.
+    JobSet(JobSetSpec), "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"
+);
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,26 +120,11 @@ pub struct SuccessPolicy {
     pub target_replicated_jobs: Vec<String>,
 }
 
-/// A Kubeflow TFJob: the Training Operator creates a pod and a Service per
-/// task and injects `TF_CONFIG`.
-#[derive(Debug, Clone)]
-pub struct TfJob {
-    pub metadata: ObjectMeta,
-    pub spec: TfJobSpec,
-}
-resource!(TfJob, "kubeflow.org", "v1", "TFJob", "tfjobs");
-
-impl Serialize for TfJob {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        type_meta(
-            s,
-            self.api_version(),
-            self.kind(),
-            &self.metadata,
-            &self.spec,
-        )
-    }
-}
+custom_resource!(
+    /// A Kubeflow TFJob: the Training Operator creates a pod and a Service per
+    /// task and injects `TF_CONFIG`.
+    TfJob(TfJobSpec), "kubeflow.org", "v1", "TFJob", "tfjobs"
+);
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -16,7 +16,7 @@ use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::TrainingJob;
 use crate::model::job::RoleKind;
 use crate::names;
-use crate::validate::rules::Ctx;
+use crate::validate::rules::{Ctx, env_scopes};
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
 pub const FORMAT: u32 = 1;
@@ -113,13 +113,7 @@ pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
             "remove `tfConfig: false`, or use the `kubernetes` or `jobset` target to manage `TF_CONFIG` yourself",
         );
     }
-    let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
-    for kind in RoleKind::ALL {
-        if let Some(r) = kind.of(&spec.roles) {
-            scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
-        }
-    }
-    for (at, env) in scopes {
+    for (at, env) in env_scopes(def) {
         if env.contains_key("TF_CONFIG") {
             cx.error_at_key(
                 &format!("{at}/TF_CONFIG"),

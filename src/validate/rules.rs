@@ -420,7 +420,9 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
+/// Every `env` map of a definition with its JSON pointer: the job's, then
+/// each role's.
+pub(crate) fn env_scopes(def: &TrainingJob) -> Vec<(String, &BTreeMap<String, Scalar>)> {
     let spec = &def.spec;
     let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
     for kind in RoleKind::ALL {
@@ -428,6 +430,12 @@ fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
             scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
         }
     }
+    scopes
+}
+
+fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
+    let spec = &def.spec;
+    let scopes = env_scopes(def);
     for (at, env) in &scopes {
         if env.contains_key(INDEX_VAR) {
             cx.error_at_key(
