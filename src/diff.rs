@@ -672,6 +672,68 @@ mod tests {
         assert_eq!(lines, ["value.cluster.worker[1]: added b:1"]);
     }
 
+    fn side(docs: &[Value]) -> RunSide {
+        let mut s = RunSide::default();
+        for d in docs {
+            s.add(d);
+        }
+        s
+    }
+
+    fn job(name: &str, run: Option<&str>, format: Option<&str>) -> Value {
+        let mut labels = json!({"trainc.dev/job": "mnist"});
+        if let Some(run) = run {
+            labels["trainc.dev/run"] = json!(run);
+        }
+        let mut v = json!({"kind": "Job", "metadata": {"name": name, "labels": labels}});
+        if let Some(f) = format {
+            v["metadata"]["annotations"] = json!({"trainc.dev/format": f});
+        }
+        v
+    }
+
+    #[test]
+    fn runs_say_why_they_start_again() {
+        let old = side(&[job("mnist-aaaaaa-ps-0", Some("mnist-aaaaaa"), Some("1"))]);
+        let new = side(&[job("mnist-bbbbbb-ps-0", Some("mnist-bbbbbb"), Some("1"))]);
+        let r = runs(BTreeMap::from([("ml/mnist".to_owned(), (old, new))]));
+        assert_eq!(
+            r[0].line(),
+            "re-run ml/mnist: mnist-aaaaaa → mnist-bbbbbb, every task starts again (the definition or its image changed)"
+        );
+        // Output of a trainc from before runs had names: Jobs named by task.
+        let old = side(&[
+            job("mnist-ps-0-4e20cf", None, None),
+            job("mnist-worker-0-24e4da", None, None),
+        ]);
+        let new = side(&[job("mnist-bbbbbb-ps-0", Some("mnist-bbbbbb"), Some("1"))]);
+        let r = runs(BTreeMap::from([("ml/mnist".to_owned(), (old, new))]));
+        assert_eq!(
+            r[0].line(),
+            "re-run ml/mnist: mnist-ps-0-4e20cf and 1 more → mnist-bbbbbb, every task starts again (this trainc renders `kubernetes` runs in a new format: 0 → 1)"
+        );
+        let mut jobset = job("mnist-cccccc", Some("mnist-cccccc"), Some("1"));
+        jobset["kind"] = json!("JobSet");
+        let old = side(&[job("mnist-aaaaaa-ps-0", Some("mnist-aaaaaa"), Some("1"))]);
+        let r = runs(BTreeMap::from([(
+            "ml/mnist".to_owned(),
+            (old, side(&[jobset])),
+        )]));
+        assert_eq!(
+            r[0].reason.as_deref(),
+            Some("the target changed: kubernetes → jobset")
+        );
+        // Unchanged names are no run change; a job that appears or goes is.
+        let same = || side(&[job("mnist-aaaaaa-ps-0", Some("mnist-aaaaaa"), Some("1"))]);
+        assert!(runs(BTreeMap::from([("a".to_owned(), (same(), same()))])).is_empty());
+        let r = runs(BTreeMap::from([
+            ("a".to_owned(), (RunSide::default(), same())),
+            ("b".to_owned(), (same(), RunSide::default())),
+        ]));
+        assert_eq!(r[0].line(), "start a: mnist-aaaaaa");
+        assert_eq!(r[1].line(), "stop b: mnist-aaaaaa is deleted");
+    }
+
     #[test]
     fn long_values_are_left_to_the_file_diff() {
         let f = FieldChange {
