@@ -17,10 +17,16 @@ const PRESETS: [(&str, &str); 1] = [(
     include_str!("../library/presets/tensorflow.yaml"),
 )];
 /// Built-in templates, by file name.
-const TEMPLATES: [(&str, &str); 1] = [(
-    "Dockerfile.j2",
-    include_str!("../library/templates/Dockerfile.j2"),
-)];
+const TEMPLATES: [(&str, &str); 2] = [
+    (
+        "Dockerfile.j2",
+        include_str!("../library/templates/Dockerfile.j2"),
+    ),
+    (
+        "tensorboard.Dockerfile.j2",
+        include_str!("../library/templates/tensorboard.Dockerfile.j2"),
+    ),
+];
 
 /// What a framework's jobs get unless their definition says otherwise.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,6 +45,10 @@ pub struct Preset {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TensorBoardPreset {
     pub port: u16,
+    /// The base of the TensorBoard image trainc writes a build spec for.
+    pub base_image: String,
+    /// The pip requirement that provides the `tensorboard` program, pinned.
+    pub package: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

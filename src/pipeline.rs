@@ -78,12 +78,12 @@ pub fn load(
     }
 }
 
-/// Validates and resolves.
+/// Validates and resolves; returns the jobs and the warnings about them.
 pub fn check(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
-) -> Result<Vec<Job>, Vec<Diagnostic>> {
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let (_, docs) = load(project, cwd, paths)?;
     let library = project.library()?;
     resolve(project, &library, &docs)
@@ -93,13 +93,13 @@ fn resolve(
     project: &Project,
     library: &Library,
     docs: &[Document],
-) -> Result<Vec<Job>, Vec<Diagnostic>> {
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let cx = validate::Context {
         defaults: &project.defaults,
         library,
         root: &project.root,
     };
-    let jobs = validate::validate(docs, &cx)?;
+    let (jobs, warnings) = validate::validate(docs, &cx)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
@@ -108,7 +108,7 @@ fn resolve(
                 .hint("add a `kind: TrainingJob` document; to remove every job, delete the output directory by hand"),
         ]);
     }
-    Ok(jobs)
+    Ok((jobs, warnings))
 }
 
 /// Renders and hashes the jobs' image builds (see [`crate::image`]) and
@@ -146,6 +146,8 @@ pub struct Compiled {
     pub builds: Tree,
     /// Everything read to get here, for the build cache.
     pub read: Read,
+    /// Findings that did not stop the build.
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The inputs a build read, each once: the definitions, the library and the
@@ -167,7 +169,7 @@ pub fn desired(
     let (sources, docs) = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
-    let mut jobs = resolve(project, &library, &docs)?;
+    let (mut jobs, warnings) = resolve(project, &library, &docs)?;
     let out = build_output.unwrap_or(&project.build_output);
     let (builds, contexts) = crate::image::prepare(
         &mut jobs,
@@ -189,6 +191,7 @@ pub fn desired(
             library: library.digest().to_owned(),
             contexts,
         },
+        warnings,
     })
 }
 

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 
 use super::ImageBuild;
-use super::dockerfile;
 use crate::emit;
 
 pub const BAKE_FILE: &str = "docker-bake.hcl";
@@ -18,14 +17,14 @@ pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
         s,
         "# Build every image from the project root:\n#   docker buildx bake -f {out_shown}/{BAKE_FILE} --push\n"
     );
-    let names: Vec<String> = builds.iter().map(target).collect();
+    let names: Vec<&str> = builds.iter().map(|b| b.target.as_str()).collect();
     let _ = writeln!(
         s,
         "group \"default\" {{\n  targets = [{}]\n}}",
         quoted(&names)
     );
     for (b, name) in builds.iter().zip(&names) {
-        let file = format!("{out_shown}/{}", dockerfile::path(&b.namespace, &b.job));
+        let file = format!("{out_shown}/{}", b.path);
         let _ = write!(
             s,
             "\ntarget \"{name}\" {{\n  context    = {}\n  dockerfile = {}\n  tags       = [{}]\n  labels = {{\n    \"dev.trainc.source\" = {}\n  }}\n}}\n",
@@ -38,12 +37,7 @@ pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
     s
 }
 
-/// Bake target names allow letters, digits, `-` and `_`.
-fn target(b: &ImageBuild) -> String {
-    format!("{}-{}", b.namespace, b.job)
-}
-
-fn quoted(items: &[String]) -> String {
+fn quoted(items: &[&str]) -> String {
     items.iter().map(|i| hcl(i)).collect::<Vec<_>>().join(", ")
 }
 

@@ -4,6 +4,7 @@
 mod image;
 pub mod rules;
 pub mod schema;
+mod security;
 mod suggest;
 
 use std::collections::BTreeMap;
@@ -28,9 +29,14 @@ pub struct Context<'a> {
     pub root: &'a Path,
 }
 
-pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnostic>> {
+/// The resolved jobs and the warnings about them.
+pub fn validate(
+    docs: &[Document],
+    cx: &Context,
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let defaults = cx.defaults;
     let mut diags = Vec::new();
+    let mut warnings = Vec::new();
     let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
     for doc in docs {
         let found = schema::TRAINING_JOB.check(doc);
@@ -41,7 +47,11 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
         match doc.typed::<TrainingJob>() {
             Ok(mut def) => {
                 def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-                let found = rules::check(doc, &def, cx);
+                let (found, warned): (Vec<Diagnostic>, Vec<Diagnostic>) =
+                    rules::check(doc, &def, cx)
+                        .into_iter()
+                        .partition(Diagnostic::is_error);
+                warnings.extend(warned);
                 if found.is_empty() {
                     valid.push((doc, def));
                 } else {
@@ -56,9 +66,12 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
         collisions(&valid, defaults, &mut diags);
     }
     if !diags.is_empty() {
+        // Warnings too: a user fixing errors sees everything at once.
+        diags.extend(warnings);
         diagnostic::normalize(&mut diags);
         return Err(diags);
     }
+    diagnostic::normalize(&mut warnings);
     let mut jobs: Vec<Job> = valid
         .iter()
         .map(|(doc, def)| {
@@ -73,7 +86,7 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
             )]
         })?;
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok(jobs)
+    Ok((jobs, warnings))
 }
 
 /// The same job (namespace + name) defined twice would write the same files.
