@@ -110,7 +110,7 @@ fn a_second_build_is_answered_by_the_cache_and_writes_nothing() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(
             stdout(&o),
-            "deploy and build are up to date (13 and 2 files)\n"
+            "deploy and build are up to date (15 and 3 files)\n"
         );
         assert_eq!(stderr(&o), HIT, "{args:?}");
     }
@@ -132,7 +132,7 @@ fn a_second_build_is_answered_by_the_cache_and_writes_nothing() {
     let o = p.run(&["build", "--no-cache", "-v"]);
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (13 and 2 files)\n"
+        "deploy and build are up to date (15 and 3 files)\n"
     );
     assert_eq!(stderr(&o), "cache: compiling, because of --no-cache\n");
 }
@@ -305,7 +305,7 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
         let o = p.run(&["build", "-v"]);
         assert_eq!(
             stdout(&o),
-            "deploy and build are up to date (13 and 2 files)\n"
+            "deploy and build are up to date (15 and 3 files)\n"
         );
         assert!(
             stderr(&o).ends_with(
@@ -441,7 +441,7 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(
             stdout(&o),
-            "deploy and build are up to date (13 and 2 files)\n"
+            "deploy and build are up to date (15 and 3 files)\n"
         );
         let err = stderr(&o);
         assert!(
@@ -498,7 +498,7 @@ fn each_output_directory_has_its_own_record() {
     assert_eq!(p.records().len(), 2);
     assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
     let o = p.run(&["build", "-o", "other", "-v"]);
-    assert_eq!(stdout(&o), "other is up to date (13 files)\n");
+    assert_eq!(stdout(&o), "other is up to date (15 files)\n");
     assert_eq!(stderr(&o), HIT);
 }
 
@@ -538,7 +538,7 @@ fn a_cache_bind_mounted_into_a_context_is_not_written() {
     // The tag settled: the last two builds found nothing to write.
     assert!(
         stdout(&o).ends_with(
-            "deploy and build are up to date (13 and 2 files)\ndeploy and build are up to date (13 and 2 files)\n"
+            "deploy and build are up to date (15 and 3 files)\ndeploy and build are up to date (15 and 3 files)\n"
         ),
         "{}",
         stdout(&o)

@@ -26,7 +26,11 @@ fn the_build_writes_a_dockerfile_and_a_bake_file_outside_the_manifests() {
     let build = read_tree(&dir.path().join("build"));
     assert_eq!(
         build.keys().collect::<Vec<_>>(),
-        ["docker-bake.hcl", "ml/mnist/Dockerfile"]
+        [
+            "docker-bake.hcl",
+            "ml/mnist/Dockerfile",
+            "ml/mnist/tensorboard.Dockerfile"
+        ]
     );
     let image = image(dir.path());
     let (repo, tag) = image.rsplit_once(':').expect("tag");
@@ -94,7 +98,7 @@ fn the_tag_follows_the_code_and_nothing_else() {
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("build is up to date (2 files)"),
+        stdout(&o).contains("build is up to date (3 files)"),
         "{}",
         stdout(&o)
     );
