@@ -181,22 +181,24 @@ fn without_gpus_the_cpu_base_image_and_a_project_library_override_the_builtins()
 }
 
 #[test]
-fn hadolint_accepts_the_dockerfile() {
+fn hadolint_accepts_the_dockerfiles() {
     let Some(hadolint) = common::tool("TRAINC_HADOLINT", "hadolint") else {
         return;
     };
     let (dir, _) = common::build_example("mnist");
-    let o = std::process::Command::new(hadolint)
-        .args(["--failure-threshold", "style"])
-        .arg(dir.path().join("build/ml/mnist/Dockerfile"))
-        .output()
-        .expect("hadolint runs");
-    assert!(
-        o.status.success() && o.stdout.is_empty(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    for file in ["Dockerfile", "tensorboard.Dockerfile"] {
+        let o = std::process::Command::new(&hadolint)
+            .args(["--failure-threshold", "style"])
+            .arg(dir.path().join("build/ml/mnist").join(file))
+            .output()
+            .expect("hadolint runs");
+        assert!(
+            o.status.success() && o.stdout.is_empty(),
+            "{file}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }
 
 #[test]
