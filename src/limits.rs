@@ -37,7 +37,12 @@ pub fn mib(bytes: u64) -> String {
 /// The refusal of a build whose output would pass `limit` (in trainc,
 /// [`MAX_OUTPUT_BYTES`]). `complete` says whether `bytes` is the whole
 /// output or what rendering had reached when it stopped.
-pub fn check_output(bytes: u64, files: usize, complete: bool, limit: u64) -> Result<(), Diagnostic> {
+pub fn check_output(
+    bytes: u64,
+    files: usize,
+    complete: bool,
+    limit: u64,
+) -> Result<(), Diagnostic> {
     if bytes <= limit {
         return Ok(());
     }

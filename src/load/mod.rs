@@ -417,7 +417,12 @@ pub fn not_regular(name: &str, t: std::fs::FileType) -> Diagnostic {
 /// anywhere on the machine that runs trainc, such as a credentials file or
 /// `/proc/self/environ`, and a refused file is never read, so no message
 /// can show its content. `what` says what the path is for the message.
-pub fn inside_root(root: &Path, path: &Path, shown: &str, what: &str) -> Result<PathBuf, Diagnostic> {
+pub fn inside_root(
+    root: &Path,
+    path: &Path,
+    shown: &str,
+    what: &str,
+) -> Result<PathBuf, Diagnostic> {
     let real = path
         .canonicalize()
         .map_err(|e| Diagnostic::new(format!("cannot read {shown}: {e}")))?;

@@ -164,7 +164,8 @@ const NAME_MAX: usize = 255;
 /// `None` when it is one.
 pub fn reference_error(s: &str) -> Option<String> {
     if let Some(c) = s.chars().find(|c| {
-        !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@' | '+' | '[' | ']'))
+        !(c.is_ascii_alphanumeric()
+            || matches!(c, '.' | '_' | '-' | '/' | ':' | '@' | '+' | '[' | ']'))
     }) {
         return Some(format!(
             "`{}` is not an image reference: {} cannot appear in one",
@@ -172,7 +173,12 @@ pub fn reference_error(s: &str) -> Option<String> {
             shown_char(c)
         ));
     }
-    let bad = |why: &str| Some(format!("`{}` is not an image reference: {why}", printable(s)));
+    let bad = |why: &str| {
+        Some(format!(
+            "`{}` is not an image reference: {why}",
+            printable(s)
+        ))
+    };
     let (rest, digest) = match s.split_once('@') {
         Some((r, d)) => (r, Some(d)),
         None => (s, None),
@@ -262,7 +268,12 @@ fn path_component_ok(p: &str) -> bool {
     let mut run = String::new();
     for c in p.chars() {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            if !(run.is_empty() || run == "." || run == "_" || run == "__" || run.bytes().all(|c| c == b'-')) {
+            if !(run.is_empty()
+                || run == "."
+                || run == "_"
+                || run == "__"
+                || run.bytes().all(|c| c == b'-'))
+            {
                 return false;
             }
             run.clear();
@@ -316,7 +327,8 @@ fn tag_ok(t: &str) -> bool {
     !b.is_empty()
         && b.len() <= 128
         && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
 /// `algorithm ":" hex{32,}`, the algorithm's components `[A-Za-z][A-Za-z0-9]*`

@@ -91,7 +91,10 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
 /// kustomization directory, the fix is the command for projects.
 fn project_file(doc: &Document) -> Option<Diagnostic> {
     let kind = doc.value.get("kind")?.as_str()?;
-    let api = doc.value.get("apiVersion").and_then(serde_json::Value::as_str);
+    let api = doc
+        .value
+        .get("apiVersion")
+        .and_then(serde_json::Value::as_str);
     if kind != "Project" || !api.is_some_and(|a| a.starts_with("trainc.dev/")) {
         return None;
     }
