@@ -25,7 +25,7 @@ pub const MAX_OUTPUT_BYTES: u64 = 256 * 1024 * 1024;
 /// Jobs are rendered in batches of about this many tasks, the output so far
 /// checked after each: memory stays near the limit, however many jobs there
 /// are, and a build that is over it stops early. Two of the largest jobs,
-/// or about 200 of the benchmark's.
+/// or about 400 of the benchmark's.
 pub const RENDER_BATCH_TASKS: u64 = 2 * 2 * MAX_REPLICAS as u64;
 
 /// `bytes` in MiB for messages: `300.5 MiB`.
