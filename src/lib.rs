@@ -19,6 +19,7 @@ pub mod emit;
 pub mod image;
 pub mod init;
 pub mod library;
+pub mod limits;
 pub mod load;
 pub mod model;
 pub mod names;

@@ -72,6 +72,20 @@ pub fn prepare(
         ))]
     })?;
     let out_shown = load::display_name(root, build_output);
+    // The path goes into comment lines of the Dockerfile and the bake file:
+    // a line break would end the comment and start an instruction.
+    if out_shown
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return Err(vec![
+            Diagnostic::new(format!(
+                "the build directory `{}` cannot be named in a Dockerfile: its path holds a line break or control character",
+                out_shown.escape_debug()
+            ))
+            .hint("rename it (`buildOutput` in trainc.yaml, or `--build-output`)"),
+        ]);
+    }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
     let results = crate::par::map(
         jobs,

@@ -1,6 +1,7 @@
 //! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
 //! invalid definition: [`validate`] returns resolved jobs or every finding.
 
+mod budget;
 mod image;
 pub mod rules;
 pub mod schema;
@@ -17,6 +18,7 @@ use crate::model::definition::TrainingJob;
 use crate::model::job::{self, Job, namespace_of};
 use crate::model::project::Defaults;
 
+pub use image::{REFERENCE_HINT, dockerfile_path_error, name_error, reference_error};
 pub use suggest::did_you_mean;
 
 /// Validates every document and resolves the valid ones. Findings from all
@@ -39,6 +41,10 @@ pub fn validate(
     let mut warnings = Vec::new();
     let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
     for doc in docs {
+        if let Some(d) = project_file(doc) {
+            diags.push(d);
+            continue;
+        }
         let found = schema::TRAINING_JOB.check(doc);
         if !found.is_empty() {
             diags.extend(found);
@@ -62,6 +68,7 @@ pub fn validate(
         }
     }
     duplicates(&valid, defaults, &mut diags);
+    budget::check(&valid, &mut diags);
     if diags.is_empty() {
         collisions(&valid, defaults, &mut diags);
     }
@@ -87,6 +94,31 @@ pub fn validate(
         })?;
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok((jobs, warnings))
+}
+
+/// A project file among the sources (`trainc build examples` finds
+/// `examples/mnist/trainc.yaml`) is refused, once and by name, rather than
+/// checked as a broken definition: it is no definition, and skipping it
+/// would compile that project's jobs without its defaults (its namespace,
+/// say), into another output directory. As with `kubectl apply -f` on a
+/// kustomization directory, the fix is the command for projects.
+fn project_file(doc: &Document) -> Option<Diagnostic> {
+    let kind = doc.value.get("kind")?.as_str()?;
+    let api = doc
+        .value
+        .get("apiVersion")
+        .and_then(serde_json::Value::as_str);
+    if kind != "Project" || !api.is_some_and(|a| a.starts_with("trainc.dev/")) {
+        return None;
+    }
+    let name = &doc.file.name;
+    Some(
+        Diagnostic::new(format!("{name} is a project file, not a definition"))
+            .at(doc.locate("/kind"))
+            .hint(format!(
+                "a project found among the definitions is not applied: to build it, pass `--project {name}` and no paths (or run trainc in its directory); else leave its directory out of the paths"
+            )),
+    )
 }
 
 /// The same job (namespace + name) defined twice would write the same files.
