@@ -197,6 +197,21 @@ fn a_fifo_among_the_definitions_is_refused_without_blocking() {
 }
 
 #[test]
+fn a_fifo_as_the_build_contexts_dockerignore_is_refused_without_blocking() {
+    let dir = scratch_example("mnist");
+    fs::remove_file(dir.path().join("train/.dockerignore")).expect("rm");
+    mkfifo(&dir.path().join("train/.dockerignore"));
+    let o = run_within(dir.path(), &["build"], Duration::from_secs(30));
+    refused(
+        dir.path(),
+        &o,
+        &[
+            "error: cannot prepare the image of ml/mnist: .dockerignore is a named pipe (FIFO), not a regular file",
+        ],
+    );
+}
+
+#[test]
 fn sockets_and_directories_named_like_definitions_are_refused() {
     let dir = project();
     let _listener =

@@ -16,7 +16,7 @@ use crate::source::{Location, Pos, SourceFile};
 
 /// Larger inputs are refused before parsing: no hand-written definition comes
 /// near this, and it bounds the memory a hostile file can make us use.
-const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The longest string (value or key) a definition may hold, in bytes. Real
 /// values are far shorter: the longest are inline scripts
