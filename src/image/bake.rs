@@ -47,7 +47,9 @@ fn quoted(items: &[String]) -> String {
     items.iter().map(|i| hcl(i)).collect::<Vec<_>>().join(", ")
 }
 
-/// An HCL string literal; `${` and `%{` would start templates.
+/// An HCL string literal; `${` and `%{` would start templates. Control
+/// characters, line separators and the like (a definition's file name may
+/// hold any) are `\uNNNN` escapes.
 fn hcl(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -55,6 +57,9 @@ fn hcl(s: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
+            c if emit::unsafe_in_comment(c) => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -93,5 +98,6 @@ mod tests {
     #[test]
     fn hcl_strings_are_escaped() {
         assert_eq!(hcl("a\"b${c}"), "\"a\\\"b$${c}\"");
+        assert_eq!(hcl("a\rb\u{2028}c\u{85}"), "\"a\\u000Db\\u2028c\\u0085\"");
     }
 }
