@@ -43,8 +43,19 @@ pub fn check(
 ) -> Result<(), Vec<Diagnostic>> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
-        .map(|h| real(&h));
+        .filter(|h| h.is_absolute());
+    check_with_home(project, cwd, paths, dests, home.as_deref())
+}
+
+/// [`check`], with the home directory given.
+fn check_with_home(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    dests: &[Dest],
+    home: Option<&Path>,
+) -> Result<(), Vec<Diagnostic>> {
+    let home = home.map(real);
     let root = real(&project.root);
     // What a build reads: (where it resolves, as given, what it holds).
     let mut sources: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
@@ -201,5 +212,60 @@ mod tests {
             real(&base.join("new/../../z")),
             base.parent().unwrap().join("z")
         );
+    }
+
+    /// `/`, a home directory and one that holds it are refused without
+    /// being looked at (an integration test could not try them safely).
+    #[test]
+    fn the_root_and_homes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home/me");
+        std::fs::create_dir_all(&home).unwrap();
+        let project = Project {
+            root: root.join("p"),
+            file: None,
+            sources: vec![root.join("p/jobs")],
+            output: root.join("p/deploy"),
+            build_output: root.join("p/build"),
+            library: None,
+            defaults: Default::default(),
+            text: None,
+        };
+        let refused = |path: &Path| {
+            let dests = [Dest {
+                path,
+                flag: Some("-o"),
+                key: "output",
+                what: "output directory",
+            }];
+            check_with_home(&project, &root.join("p"), &[], &dests, Some(&home))
+                .err()
+                .map(|d| d[0].title())
+        };
+        let it = |p: &str, why: &str| {
+            Some(format!(
+                "refusing to use `{p}` as the output directory: {why}"
+            ))
+        };
+        assert_eq!(refused(Path::new("/")), it("/", "it is the root directory"));
+        assert_eq!(
+            refused(Path::new("/tmp/..")),
+            it("/tmp/..", "it is the root directory")
+        );
+        let shown = |p: &Path| p.display().to_string();
+        assert_eq!(
+            refused(&home),
+            it(&shown(&home), "it is your home directory")
+        );
+        assert_eq!(
+            refused(&root.join("home")),
+            it(
+                &shown(&root.join("home")),
+                &format!("it contains your home directory {}", home.display())
+            )
+        );
+        assert_eq!(refused(&root.join("p/deploy")), None);
+        assert_eq!(refused(&home.join("out")), None, "below the home is fine");
     }
 }

@@ -548,3 +548,44 @@ fn a_cache_bind_mounted_into_a_context_is_not_written() {
         stdout(&o)
     );
 }
+
+/// A records directory that is a symlink (left by someone, or pointing
+/// into the repository) is neither written through nor swept: the old
+/// record-like files where it points stay, and the build says why it kept
+/// no record. The build itself is not affected.
+#[test]
+fn a_symlinked_records_directory_is_never_swept() {
+    let dir = scratch_example("mnist");
+    let cache = tempfile::tempdir().expect("tempdir");
+    let victim = tempfile::tempdir().expect("tempdir");
+    let old = SystemTime::now() - Duration::from_secs(90 * 24 * 3600);
+    let names = ["0123456789abcdef0123456789abcdef.json", ".record-a1B2c3"];
+    for name in names {
+        let f = fs::File::create(victim.path().join(name)).expect("create");
+        f.set_modified(old).expect("mtime");
+    }
+    std::os::unix::fs::symlink(victim.path(), cache.path().join("builds")).expect("symlink");
+    for _ in 0..2 {
+        let o = common::trainc()
+            .current_dir(dir.path())
+            .env("TRAINC_CACHE_DIR", cache.path())
+            .args(["build", "-v"])
+            .output()
+            .expect("trainc runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cache: not recorded, because ")
+                && stderr(&o).contains("the cache never writes through one"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let mut left: Vec<String> = fs::read_dir(victim.path())
+        .expect("read")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut want = names.map(String::from).to_vec();
+    want.sort();
+    assert_eq!(left, want, "nothing swept");
+}

@@ -522,4 +522,68 @@ mod tests {
             "in use"
         );
     }
+
+    /// The sweep never follows a symlink: not a records directory that is
+    /// one, not a record that is one. Records are not written through one
+    /// either.
+    #[test]
+    fn the_sweep_and_the_record_never_go_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        let old = SystemTime::now() - UNUSED - Duration::from_secs(60);
+        let name = "0123456789abcdef0123456789abcdef.json";
+        let f = fs::File::create(victim.join(name)).unwrap();
+        f.set_modified(old).unwrap();
+        let cache_dir = dir.path().join("cache");
+        fs::create_dir(&cache_dir).unwrap();
+        std::os::unix::fs::symlink(&victim, cache_dir.join("builds")).unwrap();
+        sweep(&cache_dir.join("builds"));
+        assert!(
+            victim.join(name).exists(),
+            "swept through a symlinked directory"
+        );
+
+        let cache = Cache {
+            dir: cache_dir.clone(),
+            file: cache_dir.join("builds/fedcba9876543210fedcba9876543210.json"),
+            started: snapshot::mark(),
+        };
+        let record = Record {
+            format: FORMAT,
+            key: String::new(),
+            contexts: Vec::new(),
+            dests: Vec::new(),
+            outputs: Vec::new(),
+        };
+        assert!(cache.write(&record).is_err());
+        assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
+        assert!(cache.read().is_err(), "nothing read");
+
+        // A record that is a symlink is neither swept nor trusted.
+        fs::remove_file(cache_dir.join("builds")).unwrap();
+        cache.write(&record).unwrap();
+        let builds = cache_dir.join("builds");
+        std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
+        sweep(&builds);
+        assert!(victim.join(name).exists());
+        assert!(builds.join(name).is_symlink());
+        fs::remove_file(&cache.file).unwrap();
+        std::os::unix::fs::symlink(victim.join(name), &cache.file).unwrap();
+        assert!(cache.read().is_err());
+    }
+
+    /// Records are trusted only in a directory nobody else can write: one
+    /// that others can is made private, or not used.
+    #[test]
+    fn records_live_in_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let builds = dir.path().join("builds");
+        fs::create_dir(&builds).unwrap();
+        fs::set_permissions(&builds, fs::Permissions::from_mode(0o777)).unwrap();
+        private_dir(&builds).unwrap();
+        let mode = fs::metadata(&builds).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
 }
