@@ -309,6 +309,7 @@ fn targets(
         flag: output.output.is_some().then_some("-o"),
         key: "output",
         what: "output directory",
+        own: project_output,
     }];
     if let Some(b) = &build_output {
         dests.push(guard::Dest {
@@ -316,6 +317,7 @@ fn targets(
             flag: output.build_output.is_some().then_some("--build-output"),
             key: "buildOutput",
             what: "build directory",
+            own: project_build,
         });
     }
     guard::check(&project, cwd, &inputs.paths, &dests).map_err(fail)?;

@@ -25,13 +25,19 @@ pub struct Dest<'a> {
     pub key: &'static str,
     /// How messages call it: `output directory`, `build directory`.
     pub what: &'static str,
+    /// The project's own `output` or `buildOutput`: the one definitions are
+    /// never read from (the output is skipped when definitions are found;
+    /// the build directory holds no YAML), so it may lie among them, as
+    /// with `sources: [.]`.
+    pub own: bool,
 }
 
 /// Refuses, with every reason at once, directories that are not trainc's to
 /// prune: the root directory; the home directory or one that contains it;
-/// the project root or one that contains it; one that is, contains or lies
-/// inside a directory of definitions (the project's `sources`, the paths
-/// given, the `library`); one whose path holds characters that cannot be
+/// the project root or one that contains it; one that is or contains a
+/// directory of definitions (the project's `sources`, the paths given, the
+/// `library`), or lies inside one, unless it is the project's own (see
+/// [`Dest::own`]); one whose path holds characters that cannot be
 /// written into a generated file safely (it is named in the bake file and
 /// the Dockerfiles). Also refuses two directories that contain one another.
 /// Paths are compared as they resolve: symlinks and `..` followed.
@@ -85,27 +91,29 @@ fn check_with_home(
         } else if home.as_deref() == Some(at.as_path()) {
             Some("it is your home directory".to_owned())
         } else if let Some(h) = home.as_deref().filter(|h| h.starts_with(&at)) {
-            Some(format!("it contains your home directory {}", h.display()))
+            Some(format!("it contains your home directory `{}`", h.display()))
         } else if at == root {
             Some("it is the project root".to_owned())
         } else if root.starts_with(&at) {
             Some(match named(&project.root).as_str() {
                 "." => "it contains the project root, the working directory".to_owned(),
-                r => format!("it contains the project root {r}"),
+                r => format!("it contains the project root `{r}`"),
             })
         } else if let Some((r, s, kind)) = sources.iter().find(|(r, ..)| r.starts_with(&at)) {
             Some(if *r == at {
                 format!("trainc reads {kind} there")
             } else {
-                format!("it contains {kind}: {}", named(s))
+                format!("it contains {kind}: `{}`", named(s))
             })
+        } else if d.own {
+            None
         } else {
             sources
                 .iter()
                 .find(|(r, ..)| at.starts_with(r))
                 .map(|(_, s, kind)| {
                     format!(
-                        "it lies inside {}, where trainc reads {kind}; the next build would read the files it writes there",
+                        "it lies inside `{}`, where trainc reads {kind}; the next build would read the files it writes there",
                         named(s)
                     )
                 })
@@ -238,6 +246,7 @@ mod tests {
                 flag: Some("-o"),
                 key: "output",
                 what: "output directory",
+                own: false,
             }];
             check_with_home(&project, &root.join("p"), &[], &dests, Some(&home))
                 .err()
@@ -262,7 +271,7 @@ mod tests {
             refused(&root.join("home")),
             it(
                 &shown(&root.join("home")),
-                &format!("it contains your home directory {}", home.display())
+                &format!("it contains your home directory `{}`", home.display())
             )
         );
         assert_eq!(refused(&root.join("p/deploy")), None);

@@ -335,7 +335,7 @@ fn directories_that_are_not_trainc_s_to_prune_are_refused() {
         ),
         (
             &["-o", "jobs/out"],
-            "refusing to use `jobs/out` as the output directory: it lies inside jobs, where trainc reads definitions; the next build would read the files it writes there",
+            "refusing to use `jobs/out` as the output directory: it lies inside `jobs`, where trainc reads definitions; the next build would read the files it writes there",
         ),
         (
             &["-o", &home_arg],
@@ -405,6 +405,40 @@ error: aborting due to 1 previous error
 "
     );
     assert_eq!(read_tree(dir.path()), before);
+}
+
+/// The project's own output and build directories may lie among its
+/// definitions (`sources: [.]`): definitions are never read from them. The
+/// same directory given by `-o` is no way around the guard.
+#[test]
+fn the_project_s_own_directories_may_lie_among_its_sources() {
+    let dir = scratch_example("mnist-cpu");
+    fs::rename(
+        dir.path().join("jobs/mnist-cpu.yaml"),
+        dir.path().join("mnist-cpu.yaml"),
+    )
+    .expect("mv");
+    let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
+    fs::write(
+        dir.path().join("trainc.yaml"),
+        project.replace("sources: [jobs]", "sources: [.]"),
+    )
+    .expect("write");
+    for _ in 0..2 {
+        let o = run(dir.path(), &["build", "--no-cache"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = run(dir.path(), &["validate"]);
+    assert_eq!(stdout(&o), "1 job valid\n", "{}", stderr(&o));
+    let o = run(dir.path(), &["build", "-o", "deploy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(dir.path(), &["build", "-o", "other"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("refusing to use `other` as the output directory: it lies inside `.`, where trainc reads definitions"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Files that begin with the header but are not trainc's stay: anything in
