@@ -12,7 +12,7 @@ use crate::model::definition::Target;
 use crate::model::job::RoleKind;
 use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
-use crate::{cache, diff, init, pipeline};
+use crate::{cache, diff, guard, init, pipeline};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -304,14 +304,23 @@ fn targets(
     if !inputs.paths.is_empty() && (project_output || project_build) {
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
-    if let Some(b) = &build_output
-        && crate::load::project::overlap(&project.output, b)
-    {
-        return Err(fail(vec![
-            Diagnostic::new("the output and build directories must not contain one another")
-                .hint("each directory is pruned on its own; pass directories side by side"),
-        ]));
+    let mut dests = vec![guard::Dest {
+        path: &project.output,
+        flag: output.output.is_some().then_some("-o"),
+        key: "output",
+        what: "output directory",
+        own: project_output,
+    }];
+    if let Some(b) = &build_output {
+        dests.push(guard::Dest {
+            path: b,
+            flag: output.build_output.is_some().then_some("--build-output"),
+            key: "buildOutput",
+            what: "build directory",
+            own: project_build,
+        });
     }
+    guard::check(&project, cwd, &inputs.paths, &dests).map_err(fail)?;
     Ok(Targets {
         project,
         build_output,

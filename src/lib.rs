@@ -16,6 +16,7 @@ pub mod compile;
 pub mod diagnostic;
 pub mod diff;
 pub mod emit;
+pub mod guard;
 pub mod image;
 pub mod init;
 pub mod library;

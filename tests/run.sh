@@ -21,6 +21,8 @@ fi
 export TRAINC_KUBERNETES_VALIDATE="$PWD/$venv/bin/kubernetes-validate"
 export TRAINC_PRE_COMMIT="$PWD/$venv/bin/pre-commit"
 export TRAINC_HADOLINT="$PWD/$venv/bin/hadolint"
+# PyYAML comes with kubernetes-validate: a YAML 1.1 parser for tests/hostile_output.rs.
+export TRAINC_PYYAML="$PWD/$venv/bin/python"
 
 # TensorFlow for the end-to-end `trainc run --local` test, with the example
 # program's own requirements; a separate environment, as a user would have.

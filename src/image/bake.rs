@@ -41,9 +41,9 @@ fn quoted(items: &[&str]) -> String {
     items.iter().map(|i| hcl(i)).collect::<Vec<_>>().join(", ")
 }
 
-/// An HCL string literal; `${` and `%{` would start templates, and a line
-/// break (or any control character) is escaped, so no value can end the
-/// string.
+/// An HCL string literal; `${` and `%{` would start templates. Control
+/// characters, line separators and the like (a definition's file name may
+/// hold any) are `\uNNNN` escapes.
 fn hcl(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -51,10 +51,8 @@ fn hcl(s: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
-                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            c if emit::unsafe_in_comment(c) => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
             }
             c => out.push(c),
         }
@@ -94,6 +92,6 @@ mod tests {
     #[test]
     fn hcl_strings_are_escaped() {
         assert_eq!(hcl("a\"b${c}"), "\"a\\\"b$${c}\"");
-        assert_eq!(hcl("a\r\u{1}\u{2028}"), "\"a\\r\\u0001\\u2028\"");
+        assert_eq!(hcl("a\rb\u{2028}c\u{85}"), "\"a\\u000Db\\u2028c\\u0085\"");
     }
 }
