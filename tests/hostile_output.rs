@@ -474,7 +474,8 @@ fn only_files_trainc_wrote_are_pruned() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 0 created, 0 updated, 1 deleted, 10 unchanged\n"
+        "updated deploy: 0 created, 0 updated, 1 deleted, 12 unchanged\n\
+         build is up to date (2 files)\n"
     );
     for rel in foreign {
         assert_eq!(fs::read(deploy.join(rel)).expect(rel), job, "{rel} kept");
