@@ -81,7 +81,13 @@ fn check_with_home(
         let at = real(d.path);
         let shown = crate::load::shown_dir(cwd, d.path);
         let named = |p: &Path| crate::load::shown_dir(cwd, p);
-        let why = if let Some(c) = shown.chars().find(|&c| crate::emit::unsafe_in_comment(c)) {
+        // As messages name it, and as generated files do (from the root).
+        let written = crate::load::display_name(&project.root, d.path);
+        let why = if let Some(c) = shown
+            .chars()
+            .chain(written.chars())
+            .find(|&c| crate::emit::unsafe_in_comment(c))
+        {
             Some(format!(
                 "its path holds `{}`, which cannot be written safely into the generated files that name it",
                 c.escape_default()

@@ -94,6 +94,14 @@ pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic
             );
             continue;
         }
+        // A new kind of file must follow the ownership rule, or the next
+        // build would refuse to overwrite it.
+        if !owned(&rel, &new) {
+            refused.push(Diagnostic::new(format!(
+                "internal error: {show} would not be recognised as trainc's by the next build (see `plan::owned`)"
+            )));
+            continue;
+        }
         if let Some(d) = blocked_ancestor(root, shown, &rel, &mut checked) {
             refused.push(d);
             continue;
@@ -655,6 +663,18 @@ mod tests {
         for (rel, head, want) in cases {
             assert_eq!(owned(rel, head.as_bytes()), *want, "{rel}: {head:?}");
         }
+    }
+
+    /// A file trainc would not recognise as its own is never written.
+    #[test]
+    fn what_trainc_writes_it_owns() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = Tree::from([("ml/x/configmap-a.yaml".to_owned(), JOB.as_bytes().to_vec())]);
+        let refused = plan(dir.path(), "deploy", tree).unwrap_err();
+        assert_eq!(
+            refused[0].title(),
+            "internal error: deploy/ml/x/configmap-a.yaml would not be recognised as trainc's by the next build (see `plan::owned`)"
+        );
     }
 
     /// A foreign file costs one bounded read, however large; one that looks
