@@ -193,9 +193,9 @@ const TEMPLATES_DIR: &str = "templates";
 
 /// The files directly in `dir` that the library reads, sorted; none when it
 /// is missing. Those ending in `.{ext}` (every file without `ext`) must be
-/// regular files inside `root` (`root` canonical), also through symlinks: anything else is
-/// refused into `diags`, unread. Subdirectories are no templates and are
-/// skipped.
+/// regular files inside `root` (canonical), also through symlinks: anything
+/// else is refused into `diags`, unread. Subdirectories are no templates
+/// and are skipped.
 fn files(dir: &Path, ext: Option<&str>, root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()

@@ -226,8 +226,13 @@ pub fn name_error(name: &str) -> Option<String> {
     }
     let parts: Vec<&str> = name.split('/').collect();
     let path_ok = |parts: &[&str]| parts.iter().all(|p| path_component_ok(p));
-    if path_ok(&parts) || (parts.len() > 1 && domain_ok(parts[0]) && path_ok(&parts[1..])) {
+    let ok = |parts: &[&str]| {
+        path_ok(parts) || (parts.len() > 1 && domain_ok(parts[0]) && path_ok(&parts[1..]))
+    };
+    if ok(&parts) {
         None
+    } else if ok(&name.to_ascii_lowercase().split('/').collect::<Vec<_>>()) {
+        Some("the path after the registry must be lower case".to_owned())
     } else {
         Some(
             "the path is lower-case letters and digits, separated by '/', and inside a component by '.', '_', '__' or dashes; a registry host comes first"
@@ -432,6 +437,15 @@ mod tests {
             reference_error("ubuntu\\").unwrap(),
             "`ubuntu\\` is not an image reference: `\\` cannot appear in one"
         );
+    }
+
+    #[test]
+    fn upper_case_paths_are_named_as_such() {
+        assert_eq!(
+            reference_error("Ubuntu:24.04").unwrap(),
+            "`Ubuntu:24.04` is not an image reference: the path after the registry must be lower case"
+        );
+        assert_eq!(reference_error("Registry.Example.com:5000/ml/x:1"), None);
     }
 
     #[test]
