@@ -1,0 +1,960 @@
+//! A fuzz case and the runner that executes it and checks the properties.
+//!
+//! A case is a scratch project (a copy of a bundled example or fixture),
+//! then steps: files written or removed, and trainc command lines run in
+//! the project. Generated cases and recorded regression cases
+//! (`tests/fixtures/fuzz/*.json`) are the same thing and run the same way.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once, OnceLock};
+use std::time::{Duration, Instant};
+
+use clap::Parser as _;
+use serde::{Deserialize, Serialize};
+use trainc::cli::{self, Cli, Status};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// What the case found, and where it came from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// The project copied into the scratch directory, relative to the
+    /// repository: `examples/mnist`, `tests/fixtures/kitchen-sink`, …
+    pub base: String,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Step {
+    /// A file's new content: `text` when it is UTF-8, else `hex`.
+    Write {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hex: Option<String>,
+    },
+    Remove {
+        path: String,
+    },
+    /// A trainc command line, without the program name.
+    Run {
+        args: Vec<String>,
+    },
+}
+
+impl Step {
+    pub fn write(path: &str, bytes: Vec<u8>) -> Step {
+        match String::from_utf8(bytes) {
+            Ok(text) => Step::Write {
+                path: path.to_owned(),
+                text: Some(text),
+                hex: None,
+            },
+            Err(e) => Step::Write {
+                path: path.to_owned(),
+                text: None,
+                hex: Some(e.as_bytes().iter().map(|b| format!("{b:02x}")).collect()),
+            },
+        }
+    }
+
+    pub fn run(args: &[&str]) -> Step {
+        Step::Run {
+            args: args.iter().map(|&a| a.to_owned()).collect(),
+        }
+    }
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// A directory's entries, as `lstat` and the bytes see them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Link(PathBuf),
+    Other,
+}
+
+pub type Snapshot = BTreeMap<PathBuf, Entry>;
+
+pub static PT: Mutex<[f64; 4]> = Mutex::new([0.0; 4]);
+pub fn snapshot(dir: &Path) -> Snapshot {
+    let t = Instant::now();
+    let r = snapshot_(dir);
+    PT.lock().unwrap()[0] += t.elapsed().as_secs_f64();
+    r
+}
+pub fn snapshot_(dir: &Path) -> Snapshot {
+    let mut out = BTreeMap::new();
+    for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+        let Ok(e) = e else { continue };
+        let rel = e.path().strip_prefix(dir).expect("below").to_path_buf();
+        let t = e.file_type();
+        let entry = if t.is_dir() {
+            Entry::Dir
+        } else if t.is_symlink() {
+            Entry::Link(std::fs::read_link(e.path()).unwrap_or_default())
+        } else if t.is_file() {
+            Entry::File(std::fs::read(e.path()).unwrap_or_default())
+        } else {
+            Entry::Other
+        };
+        out.insert(rel, entry);
+    }
+    out
+}
+
+/// The first few differences, for a failure message.
+fn changes(before: &Snapshot, after: &Snapshot) -> String {
+    let mut out = Vec::new();
+    for (p, e) in after {
+        match before.get(p) {
+            None => out.push(format!("created {}", p.display())),
+            Some(b) if b != e => out.push(format!("changed {}", p.display())),
+            _ => {}
+        }
+    }
+    for p in before.keys() {
+        if !after.contains_key(p) {
+            out.push(format!("deleted {}", p.display()));
+        }
+    }
+    let n = out.len();
+    out.truncate(6);
+    if n > 6 {
+        out.push(format!("and {} more", n - 6));
+    }
+    out.join(", ")
+}
+
+fn restore(dir: &Path, snap: &Snapshot) {
+    for (p, e) in snap {
+        let to = dir.join(p);
+        match e {
+            Entry::Dir => std::fs::create_dir_all(&to).expect("mkdir"),
+            Entry::File(b) => std::fs::write(&to, b).expect("write"),
+            Entry::Link(t) => std::os::unix::fs::symlink(t, &to).expect("symlink"),
+            Entry::Other => {}
+        }
+    }
+}
+
+/// How a failure is classified: the minimiser keeps a reduction only when
+/// the failure stays of the same kind.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.detail)
+    }
+}
+
+fn failure(kind: &'static str, detail: impl Into<String>) -> Failure {
+    Failure {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+pub enum Verdict {
+    /// With the last command's kind and exit code, for statistics.
+    Pass(String),
+    /// The case would make trainc read or write outside its scratch
+    /// directory; not run.
+    Skipped(String),
+    Fail(Failure),
+}
+
+/// What one command line did.
+struct Outcome {
+    code: u8,
+    /// Rendered diagnostics, when it failed.
+    diagnostics: Option<(usize, String)>,
+    panic: Option<String>,
+}
+
+/// How command lines are executed: in this process (fast, and a panic is
+/// caught with its message), or by the built binary (slow, but exactly
+/// what users run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    InProcess,
+    Binary,
+}
+
+/// In-process runs change the working directory and file descriptor 1, which
+/// are the process's: one at a time, whichever test asks.
+static EXEC: Mutex<()> = Mutex::new(());
+static IN_EXEC: AtomicBool = AtomicBool::new(false);
+static PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// What is running now, watched by the watchdog.
+struct Current {
+    label: String,
+    case: String,
+    started: Instant,
+}
+static CURRENT: Mutex<Option<Current>> = Mutex::new(None);
+
+pub fn timeout() -> Duration {
+    Duration::from_secs(
+        std::env::var("TRAINC_FUZZ_TIMEOUT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60),
+    )
+}
+
+pub fn failures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures")
+}
+
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-cache")
+}
+
+/// Once per process: the panic hook that records instead of printing while
+/// a case runs, the cache directory, and the watchdog. A hung case cannot be
+/// cancelled, and it holds the lock every other case needs, so the watchdog
+/// records it and ends the process.
+fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_EXEC.load(Ordering::SeqCst) {
+                let mut p = PANIC.lock().unwrap_or_else(|e| e.into_inner());
+                p.get_or_insert_with(|| info.to_string());
+            } else {
+                previous(info);
+            }
+        }));
+        // SAFETY: set before the first in-process run, under `EXEC`; trainc
+        // reads it with `std::env`, which takes the same lock as this.
+        unsafe { std::env::set_var("TRAINC_CACHE_DIR", cache_dir()) };
+        let limit = timeout();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(200));
+                let cur = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = cur.as_ref()
+                    && c.started.elapsed() > limit
+                {
+                    let _ = std::fs::create_dir_all(failures_dir());
+                    let file = failures_dir().join("hang.json");
+                    let _ = std::fs::write(&file, &c.case);
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "\nfuzz: {} did not finish within {}s (hang); the case is in {}\n{}",
+                        c.label,
+                        limit.as_secs(),
+                        file.display(),
+                        c.case
+                    );
+                    std::process::exit(101);
+                }
+            }
+        });
+    });
+}
+
+/// Runs trainc in this process, as `main` does, with stdout discarded.
+fn exec_in_process(dir: &Path, args: &[String]) -> Outcome {
+    let _lock = EXEC.lock().unwrap_or_else(|e| e.into_inner());
+    init();
+    std::env::set_current_dir(dir).expect("cd into the case");
+    let cli = match Cli::try_parse_from(std::iter::once("trainc".to_owned()).chain(args.iter().cloned())) {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome {
+                code: u8::try_from(e.exit_code()).unwrap_or(255),
+                diagnostics: Some((1, e.to_string())),
+                panic: None,
+            };
+        }
+    };
+    let _ = std::io::stdout().flush();
+    // SAFETY: plain descriptor juggling on fd 1, restored below; nothing
+    // else writes to it meanwhile (the test harness captures `print!`).
+    let saved = unsafe {
+        let saved = libc::dup(1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        libc::dup2(null, 1);
+        libc::close(null);
+        saved
+    };
+    *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    IN_EXEC.store(true, Ordering::SeqCst);
+    let result = catch_unwind(AssertUnwindSafe(|| match cli::run(cli) {
+        Ok(Status::Ok) => (0, None),
+        Ok(Status::Changes) => (1, None),
+        Ok(Status::Exit(c)) => (c, None),
+        Err(f) => {
+            // What `cli::report` prints, in both formats.
+            let text = trainc::diagnostic::render_text(&f.diagnostics, true);
+            let _ = trainc::diagnostic::render_json(&f.diagnostics);
+            (2, Some((f.diagnostics.len(), text)))
+        }
+    }));
+    IN_EXEC.store(false, Ordering::SeqCst);
+    let _ = std::io::stdout().flush();
+    // SAFETY: restores the descriptor saved above.
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    let panic = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match result {
+        Ok((code, diagnostics)) => Outcome {
+            code,
+            diagnostics,
+            panic: None,
+        },
+        Err(_) => Outcome {
+            code: 101,
+            diagnostics: None,
+            panic: Some(panic.unwrap_or_else(|| "panic without a message".to_owned())),
+        },
+    }
+}
+
+fn exec_binary(dir: &Path, args: &[String]) -> Outcome {
+    init();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir)
+        .args(args)
+        .env("TRAINC_CACHE_DIR", cache_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("trainc starts");
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    let status = child.wait().expect("trainc ends");
+    let code = status.code().map_or(255, |c| u8::try_from(c).unwrap_or(255));
+    let panicked = code == 101 || stderr.contains("panicked at");
+    Outcome {
+        code,
+        diagnostics: (code == 2).then(|| (usize::from(!stderr.is_empty()), stderr.clone())),
+        panic: panicked.then_some(stderr),
+    }
+}
+
+/// The subcommand and what it may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Build,
+    Check,
+    Diff,
+    Validate,
+    Other,
+}
+
+fn kind(args: &[String]) -> Kind {
+    let sub = args
+        .iter()
+        .find(|a| matches!(a.as_str(), "build" | "diff" | "validate" | "run" | "schema" | "init"));
+    match sub.map(String::as_str) {
+        Some("build") if args.iter().any(|a| a == "--check") => Kind::Check,
+        Some("build") => Kind::Build,
+        Some("diff") => Kind::Diff,
+        Some("validate") => Kind::Validate,
+        _ => Kind::Other,
+    }
+}
+
+/// The same inputs and outputs as `args`, as another command: `build` from a
+/// `diff`, `build --check` from a `build`. Output-format flags are dropped.
+fn derive(args: &[String], to: Kind, extra: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    let mut sub = false;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "build" | "diff" | "validate" if !sub => {
+                sub = true;
+                out.push(
+                match to {
+                    Kind::Validate => "validate",
+                    Kind::Diff => "diff",
+                    _ => "build",
+                }
+                .to_owned(),
+                );
+            }
+            "--format" => {
+                it.next();
+            }
+            "--check" | "--stat" | "--no-cache" | "-v" | "--verbose" => {}
+            _ => out.push(a.clone()),
+        }
+    }
+    if to == Kind::Check {
+        out.push("--check".to_owned());
+    }
+    out.extend(extra.iter().map(|&e| e.to_owned()));
+    out
+}
+
+/// Lexically, without touching the file system: the scratch directory holds
+/// no symbolic links, so this is where a path leads.
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Why running `args` in `dir` could read or write outside it, if it could:
+/// a mutated project file whose `output` is `/` would prune generated files
+/// anywhere on this machine, one whose `sources` is `/` would read the whole
+/// file system, and so would a build context. Those cases are not run; the
+/// guards against them have tests of their own.
+fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
+    let explicit = args
+        .windows(2)
+        .find(|w| w[0] == "--project")
+        .map_or(PathBuf::from("trainc.yaml"), |w| PathBuf::from(&w[1]));
+    let inside = |p: &Path| normal(&dir.join(p)).starts_with(dir);
+    // Whether the project's paths stay inside depends only on the project
+    // file's text and place.
+    if let Ok(text) = std::fs::read_to_string(dir.join(&explicit)) {
+        let key = (explicit.clone(), text);
+        let verdict = memo.projects.entry(key).or_insert_with(|| {
+            let project = catch_unwind(|| trainc::load::project::Project::discover(dir, Some(&explicit)));
+            let Ok(Ok(p)) = project else { return None };
+            let paths = p
+                .sources
+                .iter()
+                .chain([&p.output, &p.build_output])
+                .chain(p.library.iter());
+            for path in paths {
+                if !inside(path) {
+                    return Some(format!("project path {}", path.display()));
+                }
+            }
+            None
+        });
+        if verdict.is_some() {
+            return verdict.clone();
+        }
+    }
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        if !text.contains("context") {
+            continue;
+        }
+        let contexts = memo.contexts.entry(text).or_insert_with_key(|text| {
+            let file = Arc::new(trainc::source::SourceFile {
+                name: "x".into(),
+                text: text.clone(),
+            });
+            let Ok(Ok(docs)) = catch_unwind(|| trainc::load::parse(&file)) else {
+                return Vec::new();
+            };
+            docs.iter()
+                .filter_map(|d| d.value.pointer("/spec/build/context")?.as_str())
+                .map(str::to_owned)
+                .collect()
+        });
+        for ctx in contexts.iter() {
+            let at = e.path().parent().unwrap_or(dir).join(ctx);
+            if !inside(&at) {
+                return Some(format!("build context {ctx}"));
+            }
+        }
+    }
+    None
+}
+
+/// The files of a base project, without any output of a build.
+pub fn base_files(base: &str) -> BTreeMap<String, Vec<u8>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(base);
+    let mut out = BTreeMap::new();
+    let walker = walkdir::WalkDir::new(&root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            let n = e.file_name().to_string_lossy();
+            e.depth() != 1 || !(n.starts_with("deploy") || n.starts_with("build"))
+        });
+    for e in walker {
+        let e = e.expect("walk the base");
+        if e.file_type().is_file() {
+            let rel = e.path().strip_prefix(&root).expect("below");
+            out.insert(
+                rel.to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read the base"),
+            );
+        }
+    }
+    assert!(!out.is_empty(), "no base project at {base}");
+    out
+}
+
+/// What [`escapes`] found out before, by file text.
+#[derive(Default)]
+struct Sandbox {
+    /// By project file (path, text): why it leads outside, if it does.
+    projects: HashMap<(PathBuf, String), Option<String>>,
+    /// By definition text: the build contexts it names.
+    contexts: HashMap<String, Vec<String>>,
+}
+
+/// Runs cases in scratch directories below `root`.
+pub struct Runner {
+    root: tempfile::TempDir,
+    bases: HashMap<String, BTreeMap<String, Vec<u8>>>,
+    /// The directory as a prefix of steps left it (steps that every case of
+    /// a variant shares: the base build), so it runs once.
+    memo: HashMap<String, Snapshot>,
+    sandbox: Sandbox,
+    /// Also check that `build --check` agrees after a successful build, and
+    /// that a `build` agrees with `diff` and `build --check`.
+    pub thorough: bool,
+    next: usize,
+    pub mode: Mode,
+    pub label: String,
+}
+
+impl Runner {
+    pub fn new(mode: Mode, label: &str) -> Self {
+        Runner {
+            // On tmpfs when there is one: a build ends with `syncfs`,
+            // which on a disk costs more than the rest of a case.
+            root: tempfile::Builder::new()
+                .prefix("trainc-fuzz")
+                .tempdir_in(if Path::new("/dev/shm").is_dir() {
+                    PathBuf::from("/dev/shm")
+                } else {
+                    std::env::temp_dir()
+                })
+                .expect("scratch root"),
+            bases: HashMap::new(),
+            memo: HashMap::new(),
+            sandbox: Sandbox::default(),
+            thorough: true,
+            next: 0,
+            mode,
+            label: label.to_owned(),
+        }
+    }
+}
+
+impl Runner {
+    fn exec(&self, dir: &Path, args: &[String], case: &Case) -> Outcome {
+        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Current {
+            label: format!("{} (`trainc {}`)", self.label, args.join(" ")),
+            case: serde_json::to_string_pretty(case).unwrap_or_default(),
+            started: Instant::now(),
+        });
+        let t = Instant::now();
+        let o = match self.mode {
+            Mode::InProcess => exec_in_process(dir, args),
+            Mode::Binary => exec_binary(dir, args),
+        };
+        PT.lock().unwrap()[2] += t.elapsed().as_secs_f64(); if std::env::var_os("PROF").is_some() { eprintln!("PROF exec {:?} {} -> {} {}", t.elapsed(), args.join(" "), o.code, o.diagnostics.as_ref().map(|d| d.1.lines().next().unwrap_or("").to_owned()).unwrap_or_default()); if t.elapsed().as_millis() > 1000 { let j = serde_json::to_string(case).unwrap(); eprintln!("SLOW {} {}", self.label, &j[..j.len().min(3000)]); } }
+        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        o
+    }
+
+    /// Runs every step and checks every command line. The scratch directory
+    /// is removed afterwards.
+    pub fn run(&mut self, case: &Case) -> Verdict {
+        self.next += 1;
+        let dir = self.root.path().join(format!("c{}", self.next));
+        std::fs::create_dir_all(&dir).expect("case dir");
+        let dir = dir.canonicalize().expect("canonical");
+        let verdict = self.run_in(&dir, case);
+        let _ = std::fs::remove_dir_all(&dir);
+        verdict
+    }
+
+    /// Runs the case and returns each command line's exit code, for
+    /// comparing one mode with another.
+    pub fn codes(&mut self, case: &Case) -> Vec<u8> {
+        self.next += 1;
+        let dir = self.root.path().join(format!("c{}", self.next));
+        std::fs::create_dir_all(&dir).expect("case dir");
+        let dir = dir.canonicalize().expect("canonical");
+        let files = self.base(&case.base).clone();
+        write_files(&dir, &files);
+        let mut codes = Vec::new();
+        for step in &case.steps {
+            match step {
+                Step::Run { args } => {
+                    if escapes(&dir, args, &mut self.sandbox).is_some() {
+                        break;
+                    }
+                    codes.push(self.exec(&dir, args, case).code);
+                }
+                other => apply(&dir, other),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        codes
+    }
+
+    fn base(&mut self, base: &str) -> &BTreeMap<String, Vec<u8>> {
+        self.bases
+            .entry(base.to_owned())
+            .or_insert_with(|| base_files(base))
+    }
+
+    fn run_in(&mut self, dir: &Path, case: &Case) -> Verdict {
+        for s in &case.steps {
+            if let Step::Write { path, .. } | Step::Remove { path } = s {
+                let p = Path::new(path);
+                assert!(
+                    !p.is_absolute() && p.components().all(|c| matches!(c, Component::Normal(_))),
+                    "a case may only write inside its directory: {path}"
+                );
+            }
+        }
+        let memo_key = |upto: usize| {
+            serde_json::to_string(&(&case.base, &case.steps[..=upto])).expect("json")
+        };
+        // The longest prefix already seen (never the last step: that is
+        // the one under test).
+        let mut start = 0;
+        let last = case.steps.len().saturating_sub(1);
+        for k in (0..last).rev() {
+            if matches!(case.steps[k], Step::Run { .. })
+                && let Some(snap) = self.memo.get(&memo_key(k))
+            {
+                restore(dir, snap);
+                start = k + 1;
+                break;
+            }
+        }
+        if start == 0 {
+            let files = self.base(&case.base).clone();
+            write_files(dir, &files);
+        }
+        let mut last_outcome = String::new();
+        for (k, step) in case.steps.iter().enumerate().skip(start) {
+            let Step::Run { args } = step else {
+                apply(dir, step);
+                continue;
+            };
+            let t = Instant::now();
+            if self.sandbox.contexts.len() + self.sandbox.projects.len() > 4096 {
+                self.sandbox = Sandbox::default();
+            }
+            let e = escapes(dir, args, &mut self.sandbox);
+            PT.lock().unwrap()[1] += t.elapsed().as_secs_f64();
+            if let Some(why) = e {
+                return Verdict::Skipped(why);
+            }
+            match self.check(dir, args, case, true) {
+                Ok(code) => last_outcome = format!("{:?} {code}", kind(args)),
+                Err(f) => {
+                    return Verdict::Fail(failure(
+                        f.kind,
+                        format!("step {k} (`trainc {}`): {}", args.join(" "), f.detail),
+                    ));
+                }
+            }
+            if k < last {
+                if self.memo.len() > 512 {
+                    self.memo.clear();
+                }
+                self.memo.insert(memo_key(k), snapshot(dir));
+            }
+        }
+        Verdict::Pass(last_outcome)
+    }
+
+    /// Runs one command line and checks the properties:
+    /// - no panic, and an exit code its command may have (`build` and
+    ///   `validate`: 0 or 2; `build --check` and `diff`: 0, 1 or 2);
+    /// - exit 2 comes with at least one diagnostic;
+    /// - nothing in the project changes unless a `build` succeeds;
+    /// - after a successful build, every YAML file it wrote parses, and the
+    ///   build is a fixed point: again with and without the cache, nothing
+    ///   changes, and `build --check` agrees;
+    /// - `diff` and `build --check` agree with what a `build` then does.
+    ///
+    /// `follow` runs the second builds; they are not followed themselves.
+    fn check(&self, dir: &Path, args: &[String], case: &Case, follow: bool) -> Result<u8, Failure> {
+        let kind = kind(args);
+        let before = snapshot(dir);
+        let o = self.exec(dir, args, case);
+        if let Some(p) = o.panic {
+            return Err(failure("panic", p));
+        }
+        let allowed: &[u8] = match kind {
+            Kind::Build | Kind::Validate => &[0, 2],
+            Kind::Check | Kind::Diff => &[0, 1, 2],
+            Kind::Other => &[0, 1, 2],
+        };
+        if !allowed.contains(&o.code) {
+            return Err(failure("exit code", format!("exit {}", o.code)));
+        }
+        if o.code == 2 && o.diagnostics.as_ref().is_none_or(|(n, _)| *n == 0) {
+            return Err(failure("no diagnostic", "exit 2 without a finding"));
+        }
+        let after = snapshot(dir);
+        let wrote = before != after;
+        if wrote && !(kind == Kind::Build && o.code == 0) {
+            let what = if o.code == 0 {
+                "wrote in a read-only command"
+            } else {
+                "wrote on failure"
+            };
+            let first = o
+                .diagnostics
+                .as_ref()
+                .map(|(_, t)| t.lines().next().unwrap_or_default().to_owned())
+                .unwrap_or_default();
+            return Err(failure(
+                what,
+                format!("exit {}: {} ({first})", o.code, changes(&before, &after)),
+            ));
+        }
+        if !follow {
+            return Ok(o.code);
+        }
+        match kind {
+            Kind::Build if o.code == 0 => {
+                for (p, e) in &after {
+                    let yaml = p.extension().is_some_and(|x| x == "yaml");
+                    if let (true, Entry::File(bytes)) = (yaml, e)
+                        && before.get(p) != Some(e)
+                    {
+                        let text = String::from_utf8_lossy(bytes);
+                        if let Err(err) = serde_saphyr::from_multiple::<serde_json::Value>(&text) {
+                            return Err(failure(
+                                "unparsable output",
+                                format!("{}: {err}", p.display()),
+                            ));
+                        }
+                    }
+                }
+                for again in [derive(args, Kind::Build, &["--no-cache"])] {
+                    let code = self.check(dir, &again, case, false)?;
+                    let now = snapshot(dir);
+                    if code != 0 || now != after {
+                        return Err(failure(
+                            "not a fixed point",
+                            format!(
+                                "`trainc {}` then exits {code} and changes {}",
+                                again.join(" "),
+                                changes(&after, &now)
+                            ),
+                        ));
+                    }
+                }
+                if !self.thorough {
+                    return Ok(o.code);
+                }
+                let check = derive(args, Kind::Check, &[]);
+                let code = self.check(dir, &check, case, false)?;
+                if code != 0 {
+                    return Err(failure(
+                        "check disagrees",
+                        format!("`trainc {}` exits {code} right after a build", check.join(" ")),
+                    ));
+                }
+            }
+            Kind::Check | Kind::Diff if self.thorough => {
+                let build = derive(args, Kind::Build, &[]);
+                let code = self.check(dir, &build, case, false)?;
+                let now = snapshot(dir);
+                let expected = match o.code {
+                    0 => code == 0 && now == after,
+                    1 => code == 0 && now != after,
+                    _ => code == 2,
+                };
+                if !expected {
+                    return Err(failure(
+                        "check disagrees",
+                        format!(
+                            "exit {} but `trainc {}` then exits {code} and changes {}",
+                            o.code,
+                            build.join(" "),
+                            if now == after {
+                                "nothing".to_owned()
+                            } else {
+                                changes(&after, &now)
+                            }
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(o.code)
+    }
+}
+
+fn write_files(dir: &Path, files: &BTreeMap<String, Vec<u8>>) {
+    for (p, bytes) in files {
+        let to = dir.join(p);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&to, bytes).expect("write");
+    }
+}
+
+fn apply(dir: &Path, step: &Step) {
+    match step {
+        Step::Write { path, text, hex } => {
+            let to = dir.join(path);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).expect("mkdir");
+            }
+            let bytes = match (text, hex) {
+                (Some(t), _) => t.clone().into_bytes(),
+                (None, Some(h)) => unhex(h),
+                (None, None) => Vec::new(),
+            };
+            std::fs::write(&to, bytes).expect("write");
+        }
+        Step::Remove { path } => {
+            let p = dir.join(path);
+            let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir_all(&p));
+        }
+        Step::Run { .. } => {}
+    }
+}
+
+/// The case with fewer steps, fewer lines and fewer characters, failing the
+/// same way. Greedy, bounded by `budget` runs.
+pub fn minimise(runner: &mut Runner, case: &Case, kind: &str, budget: usize) -> Case {
+    let mut best = case.clone();
+    let mut left = budget;
+    let mut fails = |runner: &mut Runner, c: &Case| -> bool {
+        if left == 0 {
+            return false;
+        }
+        left -= 1;
+        matches!(runner.run(c), Verdict::Fail(f) if f.kind == kind)
+    };
+    // Whole steps, except the last (the command that fails).
+    let mut i = 0;
+    while i + 1 < best.steps.len() {
+        let mut c = best.clone();
+        c.steps.remove(i);
+        if fails(runner, &c) {
+            best = c;
+        } else {
+            i += 1;
+        }
+    }
+    // Arguments of the last command.
+    if let Some(Step::Run { args }) = best.steps.last().cloned() {
+        for a in (1..args.len()).rev() {
+            let mut c = best.clone();
+            if let Some(Step::Run { args }) = c.steps.last_mut()
+                && a < args.len()
+            {
+                let removed = args.remove(a);
+                if removed.starts_with("--") && a < args.len() && !args[a].starts_with('-') {
+                    args.remove(a);
+                }
+            }
+            if fails(runner, &c) {
+                best = c;
+            }
+        }
+    }
+    // Chunks of lines, then of characters, of every file written.
+    for s in 0..best.steps.len() {
+        for unit in [Unit::Line, Unit::Char] {
+            let Step::Write {
+                text: Some(text), ..
+            } = &best.steps[s]
+            else {
+                continue;
+            };
+            let pieces = unit.split(text);
+            let mut pieces: Vec<String> = pieces;
+            let mut chunk = pieces.len().div_ceil(2).max(1);
+            loop {
+                let mut at = 0;
+                while at < pieces.len() {
+                    let mut p = pieces.clone();
+                    p.drain(at..(at + chunk).min(pieces.len()));
+                    let mut c = best.clone();
+                    if let Step::Write { text, .. } = &mut c.steps[s] {
+                        *text = Some(p.concat());
+                    }
+                    if fails(runner, &c) {
+                        best = c;
+                        pieces = p;
+                    } else {
+                        at += chunk;
+                    }
+                }
+                if chunk == 1 {
+                    break;
+                }
+                chunk = chunk.div_ceil(2);
+            }
+        }
+    }
+    best
+}
+
+#[derive(Clone, Copy)]
+enum Unit {
+    Line,
+    Char,
+}
+
+impl Unit {
+    fn split(self, text: &str) -> Vec<String> {
+        match self {
+            Unit::Line => text.split_inclusive('\n').map(str::to_owned).collect(),
+            Unit::Char => text.chars().map(String::from).collect(),
+        }
+    }
+}
+
+/// Writes a failing case where a developer finds it, and says how to keep it.
+pub fn record(case: &Case, name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = failures_dir();
+        std::fs::create_dir_all(&d).expect("failures dir");
+        d
+    });
+    let file = dir.join(format!("{name}.json"));
+    let mut json = serde_json::to_string_pretty(case).expect("json");
+    json.push('\n');
+    std::fs::write(&file, json).expect("record the case");
+    file
+}
