@@ -12,7 +12,7 @@ use crate::model::definition::Target;
 use crate::model::job::RoleKind;
 use crate::plan::{self, Op, Plan};
 use crate::validate::schema;
-use crate::{cache, diff, init, pipeline};
+use crate::{cache, diff, guard, init, pipeline};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -304,14 +304,23 @@ fn targets(
     if !inputs.paths.is_empty() && (project_output || project_build) {
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
-    if let Some(b) = &build_output
-        && crate::load::project::overlap(&project.output, b)
-    {
-        return Err(fail(vec![
-            Diagnostic::new("the output and build directories must not contain one another")
-                .hint("each directory is pruned on its own; pass directories side by side"),
-        ]));
+    let mut dests = vec![guard::Dest {
+        path: &project.output,
+        flag: output.output.is_some().then_some("-o"),
+        key: "output",
+        what: "output directory",
+        own: project_output,
+    }];
+    if let Some(b) = &build_output {
+        dests.push(guard::Dest {
+            path: b,
+            flag: output.build_output.is_some().then_some("--build-output"),
+            key: "buildOutput",
+            what: "build directory",
+            own: project_build,
+        });
     }
+    guard::check(&project, cwd, &inputs.paths, &dests).map_err(fail)?;
     Ok(Targets {
         project,
         build_output,
@@ -328,7 +337,7 @@ fn desired(
     inputs: &Inputs,
     targets: &Targets,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<(Vec<Dest>, pipeline::Read), Failure> {
+) -> Result<(Vec<Dest>, pipeline::Read, Vec<Diagnostic>), Failure> {
     let Targets {
         project,
         build_output,
@@ -349,7 +358,7 @@ fn desired(
             tree: compiled.builds,
         });
     }
-    Ok((dests, compiled.read))
+    Ok((dests, compiled.read, compiled.warnings))
 }
 
 /// The output directory is a function of all its inputs: building some of a
@@ -454,7 +463,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
     let mut stdout = anstream::AutoStream::new(std::io::stdout(), cli.color.choice()).lock();
     let out = &mut stdout;
     match cli.command {
-        Command::Validate { inputs, format } => validate(&cwd, out, &inputs, format),
+        Command::Validate { inputs, format } => validate(&cwd, out, &inputs, format, cli.color),
         Command::Build {
             inputs,
             output,
@@ -468,6 +477,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 no_cache,
                 verbose,
                 format,
+                color: cli.color,
             };
             build(&cwd, out, &inputs, &output, &opts)
         }
@@ -477,7 +487,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             format,
             stat,
         } => diff(&cwd, out, &inputs, &output, format, stat),
-        Command::Run(args) => run_local(&cwd, stdout, args),
+        Command::Run(args) => run_local(&cwd, stdout, args, cli.color),
         Command::Schema { kind } => {
             let text = match kind {
                 SchemaKind::Definition => schema::TRAINING_JOB_SCHEMA,
@@ -512,15 +522,17 @@ fn validate(
     stdout: &mut Out,
     inputs: &Inputs,
     format: Format,
+    color: Color,
 ) -> Result<Status, Failure> {
     let fail = fail(format);
     let project = Project::discover(cwd, inputs.project.as_deref()).map_err(&fail)?;
-    let mut jobs = pipeline::check(&project, cwd, &inputs.paths).map_err(&fail)?;
+    let (mut jobs, warnings) = pipeline::check(&project, cwd, &inputs.paths).map_err(&fail)?;
     // Templates and build contexts too: what `build` would refuse.
     pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
     if format == Format::Json {
-        let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+        let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
     } else {
+        warn(&warnings, color);
         let _ = writeln!(stdout, "{} valid", plural(jobs.len(), "job"));
     }
     Ok(Status::Ok)
@@ -532,6 +544,16 @@ struct BuildOptions {
     no_cache: bool,
     verbose: bool,
     format: Format,
+    color: Color,
+}
+
+/// Prints warnings as text on stderr, where failures go.
+fn warn(warnings: &[Diagnostic], color: Color) {
+    if warnings.is_empty() {
+        return;
+    }
+    let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
+    let _ = write!(stderr, "{}", diagnostic::render_text(warnings, true));
 }
 
 /// `trainc build` and `trainc build --check`.
@@ -547,6 +569,7 @@ fn build(
         no_cache,
         verbose,
         format,
+        color,
     } = *opts;
     let fail = fail(format);
     let targets = targets(cwd, inputs, output, &fail)?;
@@ -582,7 +605,10 @@ fn build(
         }
         return Ok(Status::Ok);
     }
-    let (dests, read) = desired(cwd, inputs, &targets, &fail)?;
+    let (dests, read, warnings) = desired(cwd, inputs, &targets, &fail)?;
+    if format != Format::Json {
+        warn(&warnings, color);
+    }
     let record = |plans: &[(Plan, String)]| {
         let Ok(c) = &cache else { return };
         let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
@@ -630,7 +656,7 @@ fn build(
     record(&plans);
     drop(locks);
     if format == Format::Json {
-        let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
+        let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
         return Ok(Status::Ok);
     }
     // Nothing to do is one line, however many directories.
@@ -679,7 +705,7 @@ fn diff(
 
 /// `trainc run --local`. Takes stdout by value: it is released before the
 /// tasks start, so their output is not held behind its lock.
-fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs) -> Result<Status, Failure> {
+fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs, color: Color) -> Result<Status, Failure> {
     let RunArgs {
         path,
         local: _,
@@ -692,7 +718,9 @@ fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs) -> Result<Status, Failu
     } = args;
     let fail = fail(Format::Text);
     let project = Project::discover(cwd, project.as_deref()).map_err(&fail)?;
-    let mut jobs = pipeline::check(&project, cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+    let (mut jobs, warnings) =
+        pipeline::check(&project, cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+    warn(&warnings, color);
     pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
     let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
     let workdir = match workdir {

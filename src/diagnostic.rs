@@ -7,9 +7,20 @@ use serde::Serialize;
 
 use crate::source::Location;
 
+/// Whether a finding stops the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Severity {
+    #[default]
+    Error,
+    /// Reported, but the command goes on (a mutable image tag, pods that
+    /// meet a weaker Pod Security profile on purpose).
+    Warning,
+}
+
 /// One problem found in the input.
 #[derive(Debug, Clone)]
 pub struct Diagnostic {
+    pub severity: Severity,
     /// Dotted path of the offending field (`spec.roles.worker.replicas`), when
     /// the problem is about one field.
     pub path: Option<String>,
@@ -23,12 +34,25 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
+            severity: Severity::Error,
             path: None,
             message: message.into(),
             location: None,
             hint: None,
             related: Vec::new(),
         }
+    }
+
+    /// A finding that does not stop the command.
+    pub fn warning(message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::new(message)
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
     }
 
     #[must_use]
@@ -90,7 +114,11 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
     let mut out = String::new();
     for d in diags {
         let title = d.title();
-        let mut group = Group::with_title(Level::ERROR.primary_title(&title));
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let mut group = Group::with_title(level.primary_title(&title));
         if let Some(loc) = &d.location {
             let mut snippet = Snippet::source(loc.file.text.as_str())
                 .path(loc.file.name.as_str())
@@ -129,7 +157,7 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
         }
         let _ = writeln!(out, "{}\n", renderer.render(&report));
     }
-    let n = diags.len();
+    let n = diags.iter().filter(|d| d.is_error()).count();
     if n > 0 {
         let summary = if n == 1 {
             "aborting due to 1 previous error".to_owned()
@@ -166,7 +194,10 @@ pub fn render_json(diags: &[Diagnostic]) -> String {
     let items: Vec<JsonDiagnostic> = diags
         .iter()
         .map(|d| JsonDiagnostic {
-            severity: "error",
+            severity: match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
             message: &d.message,
             path: d.path.as_deref(),
             file: d.location.as_ref().map(|l| l.file.name.as_str()),

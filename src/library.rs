@@ -17,10 +17,16 @@ const PRESETS: [(&str, &str); 1] = [(
     include_str!("../library/presets/tensorflow.yaml"),
 )];
 /// Built-in templates, by file name.
-const TEMPLATES: [(&str, &str); 1] = [(
-    "Dockerfile.j2",
-    include_str!("../library/templates/Dockerfile.j2"),
-)];
+const TEMPLATES: [(&str, &str); 2] = [
+    (
+        "Dockerfile.j2",
+        include_str!("../library/templates/Dockerfile.j2"),
+    ),
+    (
+        "tensorboard.Dockerfile.j2",
+        include_str!("../library/templates/tensorboard.Dockerfile.j2"),
+    ),
+];
 
 /// What a framework's jobs get unless their definition says otherwise.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,6 +45,10 @@ pub struct Preset {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TensorBoardPreset {
     pub port: u16,
+    /// The base of the TensorBoard image trainc writes a build spec for.
+    pub base_image: String,
+    /// The pip requirement that provides the `tensorboard` program, pinned.
+    pub package: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -92,15 +102,26 @@ impl Library {
                     .hint("create it, or remove `library` from trainc.yaml to use the built-in presets and templates"),
                 ]);
             }
+            let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+            let shown = load::display_name(&root, dir);
+            load::inside_root(&root, dir, &shown, "library directory").map_err(|d| vec![d])?;
+            let mut diags = Vec::new();
             for (sub, ext) in [(PRESETS_DIR, Some("yaml")), (TEMPLATES_DIR, None)] {
-                for path in files(&dir.join(sub)) {
+                for path in files(&dir.join(sub), ext, &root, &mut diags) {
                     let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
                     else {
                         continue;
                     };
-                    let shown = load::display_name(root, &path);
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| vec![Diagnostic::new(format!("cannot read {shown}: {e}"))])?;
+                    let shown = load::display_name(&root, &path);
+                    // As definitions are read: size, encoding and file type
+                    // checked, and nothing but a regular file opened.
+                    let text = match load::read(&path, shown.clone()) {
+                        Ok(f) => f.text.clone(),
+                        Err(d) => {
+                            diags.push(d);
+                            continue;
+                        }
+                    };
                     for field in [path.as_os_str().as_encoded_bytes(), text.as_bytes()] {
                         digest.update((field.len() as u64).to_le_bytes());
                         digest.update(field);
@@ -116,6 +137,9 @@ impl Library {
                         }
                     }
                 }
+            }
+            if !diags.is_empty() {
+                return Err(diags);
             }
         }
         let mut presets = BTreeMap::new();
@@ -167,16 +191,40 @@ impl Library {
 const PRESETS_DIR: &str = "presets";
 const TEMPLATES_DIR: &str = "templates";
 
-/// Regular files directly in `dir`, sorted; none when it is missing.
-fn files(dir: &Path) -> Vec<PathBuf> {
+/// The files directly in `dir` that the library reads, sorted; none when it
+/// is missing. Those ending in `.{ext}` (every file without `ext`) must be
+/// regular files inside `root` (`root` canonical), also through symlinks: anything else is
+/// refused into `diags`, unread. Subdirectories are no templates and are
+/// skipped.
+fn files(dir: &Path, ext: Option<&str>, root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_file())
+        .filter(|p| ext.is_none_or(|x| p.extension().is_some_and(|e| e == x)))
         .collect();
     out.sort();
+    out.retain(|p| {
+        let shown = load::display_name(root, p);
+        // Not only links: `presets/` itself may be one.
+        if let Err(d) = load::inside_root(root, p, &shown, "library file") {
+            diags.push(d);
+            return false;
+        }
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_file() => true,
+            Ok(m) if m.is_dir() && ext.is_none() => false,
+            Ok(m) => {
+                diags.push(load::not_regular(&shown, m.file_type()));
+                false
+            }
+            Err(e) => {
+                diags.push(Diagnostic::new(format!("cannot read {shown}: {e}")));
+                false
+            }
+        }
+    });
     out
 }
 
@@ -202,6 +250,7 @@ fn parse_preset(shown: &str, text: String) -> Result<Preset, Diagnostic> {
         }
         .hint("compare with the built-in presets in trainc's library/presets/")
     })?;
+    dockerfile_values(doc, &preset)?;
     if preset.images(None).is_none() {
         return Err(Diagnostic::new(format!(
             "{shown}: `defaultVersion` {} is not among `versions`",
@@ -212,9 +261,86 @@ fn parse_preset(shown: &str, text: String) -> Result<Preset, Diagnostic> {
     Ok(preset)
 }
 
+/// The preset's values that the Dockerfile template writes out (`FROM`,
+/// `WORKDIR`, `CMD`) must fit the grammar they land in, as a definition's
+/// must: a project's library is as much the repository's as its
+/// definitions.
+fn dockerfile_values(doc: &load::Document, preset: &Preset) -> Result<(), Diagnostic> {
+    use crate::validate::{REFERENCE_HINT, dockerfile_path_error, reference_error};
+    let at = |pointer: &str, why: String, hint: &str| {
+        Err(Diagnostic::new(why)
+            .path(doc.dotted(pointer))
+            .at(doc.locate(pointer))
+            .hint(hint.to_owned()))
+    };
+    let path_hint = "it is written into the Dockerfile (`WORKDIR`, `CMD [\"…\"]`): use letters, digits, '_', '.', '-' and '/'";
+    if let Some(why) = dockerfile_path_error(&preset.python) {
+        return at("/python", why, path_hint);
+    }
+    if let Some(why) = dockerfile_path_error(&preset.workdir) {
+        return at("/workdir", why, path_hint);
+    }
+    if !preset.workdir.starts_with('/') {
+        return at(
+            "/workdir",
+            format!("`{}` is not an absolute path", preset.workdir),
+            "give the directory in the image where the code goes, e.g. `/app`",
+        );
+    }
+    if let Some(why) = reference_error(&preset.tensorboard.base_image) {
+        return at("/tensorboard/baseImage", why, REFERENCE_HINT);
+    }
+    if !pinned_requirement(&preset.tensorboard.package) {
+        return at(
+            "/tensorboard/package",
+            format!(
+                "`{}` is not a pinned pip requirement",
+                preset.tensorboard.package
+            ),
+            "write `name==version`, e.g. `tensorboard==2.21.0`: it is written into `RUN pip install`, and an unpinned package would change the image under the same tag",
+        );
+    }
+    for (version, images) in &preset.versions {
+        for (variant, image) in [("cpu", &images.cpu), ("gpu", &images.gpu)] {
+            if let Some(why) = reference_error(image) {
+                let pointer = format!("/versions/{}/{variant}", load::pointer_segment(version));
+                return at(&pointer, why, REFERENCE_HINT);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `name==version`, in the characters package names and versions use: a
+/// shell word that pins exactly one release.
+fn pinned_requirement(s: &str) -> bool {
+    let ok = |part: &str, extra: &[char]| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c) || extra.contains(&c))
+    };
+    s.split_once("==")
+        .is_some_and(|(name, version)| ok(name, &[]) && ok(version, &['+', '!']))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tensorboard_packages_are_pinned_shell_words() {
+        assert!(pinned_requirement("tensorboard==2.21.0"));
+        for bad in [
+            "tensorboard",
+            "tensorboard>=2",
+            "x==1 && curl evil",
+            "x==1\nRUN",
+            "==1",
+        ] {
+            assert!(!pinned_requirement(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn builtin_library_loads() {

@@ -12,7 +12,7 @@ use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
 use crate::source::SourceFile;
-use crate::{par, validate};
+use crate::{limits, par, validate};
 
 /// The definition files under `paths` (or the project's sources when empty),
 /// never the output directory or the project file.
@@ -28,7 +28,7 @@ pub fn files(
     };
     let mut exclude = vec![project.output.clone()];
     exclude.extend(project.file.clone());
-    let files = load::discover(&project.root, &roots, &exclude).map_err(|d| vec![d])?;
+    let files = load::discover(&project.root, &roots, &exclude)?;
     if files.is_empty() {
         let shown: Vec<String> = roots
             .iter()
@@ -78,37 +78,52 @@ pub fn load(
     }
 }
 
-/// Validates and resolves.
+/// Validates and resolves; returns the jobs and the warnings about them.
 pub fn check(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
-) -> Result<Vec<Job>, Vec<Diagnostic>> {
-    let (_, docs) = load(project, cwd, paths)?;
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let (sources, docs) = load(project, cwd, paths)?;
     let library = project.library()?;
-    resolve(project, &library, &docs)
+    resolve(project, &library, &sources, &docs)
 }
 
 fn resolve(
     project: &Project,
     library: &Library,
+    sources: &Sources,
     docs: &[Document],
-) -> Result<Vec<Job>, Vec<Diagnostic>> {
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let cx = validate::Context {
         defaults: &project.defaults,
         library,
         root: &project.root,
     };
-    let jobs = validate::validate(docs, &cx)?;
+    let (jobs, warnings) = validate::validate(docs, &cx)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
+        let names: Vec<&str> = sources.iter().map(|(_, f)| f.name.as_str()).collect();
+        let which = match names.as_slice() {
+            [one] => format!("{one} holds no documents"),
+            [first @ .., last] if names.len() <= 5 => format!(
+                "the definition files {} and {last} hold no documents",
+                first.join(", ")
+            ),
+            _ => format!(
+                "the {} definition files ({}, and {} more) hold no documents",
+                names.len(),
+                names.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+                names.len().saturating_sub(3)
+            ),
+        };
         return Err(vec![
-            Diagnostic::new("no training jobs found: the definition files hold no documents")
+            Diagnostic::new(format!("no training jobs found: {which}"))
                 .hint("add a `kind: TrainingJob` document; to remove every job, delete the output directory by hand"),
         ]);
     }
-    Ok(jobs)
+    Ok((jobs, warnings))
 }
 
 /// Renders and hashes the jobs' image builds (see [`crate::image`]) and
@@ -146,6 +161,8 @@ pub struct Compiled {
     pub builds: Tree,
     /// Everything read to get here, for the build cache.
     pub read: Read,
+    /// Findings that did not stop the build.
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The inputs a build read, each once: the definitions, the library and the
@@ -167,7 +184,7 @@ pub fn desired(
     let (sources, docs) = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
-    let mut jobs = resolve(project, &library, &docs)?;
+    let (mut jobs, warnings) = resolve(project, &library, &sources, &docs)?;
     let out = build_output.unwrap_or(&project.build_output);
     let (builds, contexts) = crate::image::prepare(
         &mut jobs,
@@ -177,32 +194,59 @@ pub fn desired(
         &generated(project, out),
     )?;
     let manifests = render(&jobs)?;
+    let builds = if build_output.is_some() {
+        builds
+    } else {
+        Tree::new()
+    };
+    // What would be written, checked before anything is.
+    let trees = [&manifests, &builds];
+    let bytes = trees
+        .iter()
+        .flat_map(|t| t.values())
+        .map(|b| b.len() as u64);
+    let files = trees.iter().map(|t| t.len()).sum();
+    limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
+        .map_err(|d| vec![d])?;
     Ok(Compiled {
         manifests,
-        builds: if build_output.is_some() {
-            builds
-        } else {
-            Tree::new()
-        },
+        builds,
         read: Read {
             sources,
             library: library.digest().to_owned(),
             contexts,
         },
+        warnings,
     })
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are
 /// independent, so they compile and serialize on every core; the result is
 /// assembled in a sorted map and does not depend on scheduling.
+///
+/// Jobs render in batches, and a build whose output passes the limit stops
+/// at the first batch that takes it there (see [`limits::RENDER_BATCH_TASKS`]).
 pub fn render(jobs: &[Job]) -> Result<Tree, Vec<Diagnostic>> {
-    let files = par::map(jobs, |job| {
-        compile::compile(job).and_then(|c| emit::emit_job(&c))
-    });
-    let files = files
-        .into_iter()
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(internal)?;
+    render_within(jobs, limits::MAX_OUTPUT_BYTES)
+}
+
+/// [`render`] with another output limit, for tests.
+pub fn render_within(jobs: &[Job], limit: u64) -> Result<Tree, Vec<Diagnostic>> {
+    let mut files = Vec::with_capacity(jobs.len());
+    let (mut bytes, mut count) = (0u64, 0usize);
+    let tasks = |j: &Job| j.roles.iter().map(|r| u64::from(r.replicas)).sum();
+    for batch in limits::batches(jobs, tasks) {
+        let rendered = par::map(batch, |job| {
+            compile::compile(job).and_then(|c| emit::emit_job(&c))
+        });
+        for job_files in rendered {
+            let job_files = job_files.map_err(internal)?;
+            count += job_files.len();
+            bytes += job_files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+            files.push(job_files);
+        }
+        limits::check_output(bytes, count, false, limit).map_err(|d| vec![d])?;
+    }
     let dirs: Vec<String> = jobs
         .iter()
         .map(|j| emit::job_dir(&j.namespace, &j.name))

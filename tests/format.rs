@@ -18,6 +18,10 @@ const HISTORY: &[(&str, u32, &str)] = &[
     ("kubernetes", 1, "b9f79fd000fc0fee"),
     ("jobset", 1, "6d4315ba94c2a8f6"),
     ("tfjob", 1, "1e1c6154b04a1df6"),
+    // Pod security contexts, scratch HOME and /tmp, no token (issue 10).
+    ("kubernetes", 2, "b1e8658e916addcd"),
+    ("jobset", 2, "178ad6eafaec65c2"),
+    ("tfjob", 2, "26f6c5d1df125ac7"),
 ];
 
 /// Never edit: every field trainc can put into a run's objects.

@@ -26,7 +26,11 @@ fn the_build_writes_a_dockerfile_and_a_bake_file_outside_the_manifests() {
     let build = read_tree(&dir.path().join("build"));
     assert_eq!(
         build.keys().collect::<Vec<_>>(),
-        ["docker-bake.hcl", "ml/mnist/Dockerfile"]
+        [
+            "docker-bake.hcl",
+            "ml/mnist/Dockerfile",
+            "ml/mnist/tensorboard.Dockerfile"
+        ]
     );
     let image = image(dir.path());
     let (repo, tag) = image.rsplit_once(':').expect("tag");
@@ -94,7 +98,7 @@ fn the_tag_follows_the_code_and_nothing_else() {
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("build is up to date (2 files)"),
+        stdout(&o).contains("build is up to date (3 files)"),
         "{}",
         stdout(&o)
     );
@@ -177,22 +181,24 @@ fn without_gpus_the_cpu_base_image_and_a_project_library_override_the_builtins()
 }
 
 #[test]
-fn hadolint_accepts_the_dockerfile() {
+fn hadolint_accepts_the_dockerfiles() {
     let Some(hadolint) = common::tool("TRAINC_HADOLINT", "hadolint") else {
         return;
     };
     let (dir, _) = common::build_example("mnist");
-    let o = std::process::Command::new(hadolint)
-        .args(["--failure-threshold", "style"])
-        .arg(dir.path().join("build/ml/mnist/Dockerfile"))
-        .output()
-        .expect("hadolint runs");
-    assert!(
-        o.status.success() && o.stdout.is_empty(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    for file in ["Dockerfile", "tensorboard.Dockerfile"] {
+        let o = std::process::Command::new(&hadolint)
+            .args(["--failure-threshold", "style"])
+            .arg(dir.path().join("build/ml/mnist").join(file))
+            .output()
+            .expect("hadolint runs");
+        assert!(
+            o.status.success() && o.stdout.is_empty(),
+            "{file}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }
 
 #[test]

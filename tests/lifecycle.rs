@@ -44,7 +44,7 @@ fn fewer_workers_prunes_their_files_and_updates_the_kustomization() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "updated deploy: 0 created, 7 updated, 1 deleted, 5 unchanged\nbuild is up to date (2 files)\n"
+        "updated deploy: 0 created, 8 updated, 1 deleted, 6 unchanged\nbuild is up to date (3 files)\n"
     );
     let tree = read_tree(&dir.path().join("deploy"));
     assert!(!tree.contains_key("ml/mnist/job-mnist-worker-1.yaml"));
@@ -130,7 +130,7 @@ fn pruning_never_follows_a_symlink_out_of_the_output_directory() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (13 and 2 files)\n"
+        "deploy and build are up to date (15 and 3 files)\n"
     );
     assert!(victim.exists());
     assert!(dir.path().join("deploy/ml/elsewhere").is_symlink());
@@ -146,7 +146,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     let dir = scratch_example("mnist");
     let o = run(dir.path(), &["build", "--check"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stdout(&o).starts_with("deploy is stale: 13 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("deploy is stale: 15 created, 0 updated, 0 deleted, 0 unchanged\n+ deploy/kustomization.yaml\n"), "{}", stdout(&o));
     assert!(
         !dir.path().join("deploy").exists(),
         "--check created nothing"
@@ -157,7 +157,7 @@ fn check_reports_stale_output_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (13 and 2 files)\n"
+        "deploy and build are up to date (15 and 3 files)\n"
     );
 
     edit(
@@ -217,7 +217,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert!(run(dir.path(), &["build"]).status.success());
     let o = run(dir.path(), &["diff"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o), "no changes (15 unchanged)\n");
+    assert_eq!(stdout(&o), "no changes (18 unchanged)\n");
 
     edit(
         dir.path(),
@@ -250,7 +250,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     );
     assert!(
         text.contains(
-            "    spec.template.spec.containers[0].env[0].value.cluster.worker[2]: added mnist-"
+            "    spec.template.spec.containers[0].env[1].value.cluster.worker[2]: added mnist-"
         ),
         "{text}"
     );
@@ -295,7 +295,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["create"], 1);
-    assert_eq!(v["update"], 8);
+    assert_eq!(v["update"], 9);
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["op"], "rerun");
@@ -465,7 +465,7 @@ fn building_part_of_a_project_into_its_output_is_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (22 and 2 files)\n"
+        "deploy and build are up to date (26 and 4 files)\n"
     );
 
     // Elsewhere, the paths alone define the output.
@@ -511,6 +511,6 @@ fn a_symlink_to_the_output_among_the_sources_is_not_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "deploy and build are up to date (13 and 2 files)\n"
+        "deploy and build are up to date (15 and 3 files)\n"
     );
 }

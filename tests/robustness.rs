@@ -27,7 +27,7 @@ fn check(text: String) {
             },
         ) {
             Err(d) => d,
-            Ok(jobs) => {
+            Ok((jobs, _warnings)) => {
                 assert!(pipeline::render(&jobs).is_ok());
                 return;
             }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, unit, CLI, golden and external-tool
 # tests. Installs what it needs from PyPI (kubernetes-validate, pre-commit,
-# hadolint, and TensorFlow for the local-run test) into target/tools/, so it
+# hadolint, checkov, TensorBoard, and TensorFlow for the local-run test) into
+# target/tools/, so it
 # works on a fresh clone and, once installed, offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ fi
 export TRAINC_KUBERNETES_VALIDATE="$PWD/$venv/bin/kubernetes-validate"
 export TRAINC_PRE_COMMIT="$PWD/$venv/bin/pre-commit"
 export TRAINC_HADOLINT="$PWD/$venv/bin/hadolint"
+# PyYAML comes with kubernetes-validate: a YAML 1.1 parser for tests/hostile_output.rs.
+export TRAINC_PYYAML="$PWD/$venv/bin/python"
 
 # TensorFlow for the end-to-end `trainc run --local` test, with the example
 # program's own requirements; a separate environment, as a user would have.
@@ -35,6 +38,16 @@ if [ ! -e "$stamp" ]; then
   touch "$stamp"
 fi
 export TRAINC_TEST_PYTHON="$PWD/$tf_venv/bin/python"
+# checkov for the security test of the examples, in its own environment:
+# its dependencies are many and pinned tighter than the tools above.
+ck_venv=target/tools/checkov
+ck_version=3.3.30
+if ! "$ck_venv/bin/checkov" --version 2>/dev/null | grep -qx "$ck_version"; then
+  rm -rf "$ck_venv"
+  python3 -m venv "$ck_venv"
+  "$ck_venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$ck_version"
+fi
+export TRAINC_CHECKOV="$PWD/$ck_venv/bin/checkov"
 export TRAINC_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check

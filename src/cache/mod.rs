@@ -20,7 +20,8 @@ pub mod snapshot;
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -28,12 +29,13 @@ use serde::{Deserialize, Serialize};
 pub use key::Request;
 use snapshot::{Entry, Verdict};
 
+use crate::guard::real;
 use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
@@ -94,7 +96,7 @@ impl Cache {
     /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
     /// touches the output.
     pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
-        let bytes = fs::read(&self.file).map_err(|_| "no record of an earlier build")?;
+        let bytes = self.read()?;
         let mut record: Record = match serde_json::from_slice(&bytes) {
             Ok(r @ Record { format: FORMAT, .. }) => r,
             Ok(_) => return Err("the record is from another version of trainc".into()),
@@ -181,13 +183,13 @@ impl Cache {
             let hash = |rel: &str, path: &Path| match files.and_then(|f| f.get(rel)) {
                 Some(bytes) => Ok(snapshot::content_hash(bytes)),
                 None => {
-                    let bytes = fs::read(path)?;
-                    if crate::plan::prunable(rel.rsplit('/').next().unwrap_or(rel), &bytes) {
+                    let (hash, owned) = snapshot::file_hash(rel, path)?;
+                    if owned {
                         return Err(std::io::Error::other(format!(
                             "{rel} appeared while the build ran"
                         )));
                     }
-                    Ok(snapshot::content_hash(&bytes))
+                    Ok(hash)
                 }
             };
             // Racy from the start of the build, not from now: a file that
@@ -226,12 +228,44 @@ impl Cache {
         self.write(&record)
     }
 
+    /// The record, when there is one this user can trust: in a records
+    /// directory that is no symlink and that only this user can write, a
+    /// regular file (no symlink) of this user's.
+    fn read(&self) -> Result<Vec<u8>, String> {
+        let none = "no record of an earlier build";
+        let builds = self.dir.join("builds");
+        if fs::symlink_metadata(&builds).is_err() {
+            return Err(none.into());
+        }
+        private_dir(&builds)?;
+        let (file, meta) = open_nofollow(&self.file).map_err(|_| none)?;
+        if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+            return Err(format!(
+                "the record {} is not a file of this user's",
+                self.file.display()
+            ));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(|_| none)?;
+        Ok(bytes)
+    }
+
     /// Replaces the record atomically.
     fn write(&self, record: &Record) -> Result<(), String> {
         let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
         let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
         let builds = self.dir.join("builds");
-        fs::create_dir_all(&builds).map_err(io)?;
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            fs::create_dir_all(&self.dir).map_err(io)?;
+            match fs::DirBuilder::new().mode(0o700).create(&builds) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(e)),
+                _ => {}
+            }
+        }
+        // Never written through, nor swept through: a symlink here could
+        // point anywhere.
+        private_dir(&builds)?;
         tag(&self.dir);
         let mut tmp = tempfile::Builder::new()
             .prefix(".record-")
@@ -252,27 +286,69 @@ const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Marks a record as used (its mtime), at most once a day.
 fn keep_alive(file: &Path) {
     let now = SystemTime::now();
-    let old = fs::metadata(file)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t + Duration::from_secs(24 * 3600) < now);
-    if old {
-        let _ = fs::File::options()
-            .write(true)
-            .open(file)
-            .and_then(|f| f.set_modified(now));
+    if let Ok((f, m)) = open_nofollow(file)
+        && m.is_file()
+        && m.modified()
+            .is_ok_and(|t| t + Duration::from_secs(24 * 3600) < now)
+    {
+        let _ = f.set_modified(now);
     }
 }
 
+/// Opens `path` for reading and writing its times, never through a symlink
+/// in its last component, nor blocking on a FIFO.
+fn open_nofollow(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let file = fs::File::options()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+/// Whether the records directory is one whose records this user can trust,
+/// and sweep: a real directory (not a symlink) of this user's that nobody
+/// else can write. One made by an older trainc with the umask's group write
+/// is made private.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let m =
+        fs::symlink_metadata(dir).map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+    if m.file_type().is_symlink() || !m.is_dir() {
+        return Err(format!(
+            "{} is not a directory (a symlink?); the cache never writes through one",
+            dir.display()
+        ));
+    }
+    if m.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!("{} belongs to another user", dir.display()));
+    }
+    if m.mode() & 0o022 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|_| format!("{} can be written by other users", dir.display()))?;
+    }
+    Ok(())
+}
+
 /// Deletes the records, and temporary files of interrupted writes, unused
-/// for [`UNUSED`].
+/// for [`UNUSED`]. Works on the directory as opened, never through a
+/// symlink: one in place of the directory, or of an entry, is left alone.
 fn sweep(builds: &Path) {
-    let Ok(entries) = fs::read_dir(builds) else {
+    use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, unlinkat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = openat(CWD, builds, flags, Mode::empty()) else {
+        return;
+    };
+    let Ok(entries) = Dir::read_from(&fd) else {
         return;
     };
     let now = SystemTime::now();
     for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
+        let Ok(name) = e.file_name().to_str() else {
+            continue;
+        };
         // Only names trainc gives: `<32 hex digits>.json`, `.record-XXXXXX`.
         let ours = name
             .strip_suffix(".json")
@@ -280,12 +356,18 @@ fn sweep(builds: &Path) {
             || name
                 .strip_prefix(".record-")
                 .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
-        let unused = e
+        if !ours {
+            continue;
+        }
+        let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(file) = openat(&fd, name, file_flags, Mode::empty()).map(fs::File::from) else {
+            continue;
+        };
+        let unused = file
             .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t + UNUSED < now);
-        if ours && unused {
-            let _ = fs::remove_file(e.path());
+            .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t + UNUSED < now));
+        if unused {
+            let _ = unlinkat(&fd, name, AtFlags::empty());
         }
     }
 }
@@ -297,35 +379,6 @@ fn shown(req: &Request, dir: &Path) -> String {
         req.cwd,
         &dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
     )
-}
-
-/// `path` with symlinks resolved as far as it exists, and cleaned
-/// lexically beyond: where it is, for telling whether one lies in another.
-fn real(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(r) = existing.canonicalize() {
-            let mut out = r;
-            for c in rest.iter().rev() {
-                match c {
-                    Component::ParentDir => {
-                        out.pop();
-                    }
-                    Component::Normal(n) => out.push(n),
-                    _ => {}
-                }
-            }
-            return out;
-        }
-        match (existing.parent(), existing.components().next_back()) {
-            (Some(parent), Some(last)) => {
-                rest.push(last);
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 /// `$TRAINC_CACHE_DIR` (empty: no cache), else `$XDG_CACHE_HOME/trainc`,
@@ -349,11 +402,14 @@ fn cache_dir() -> Result<PathBuf, String> {
 
 /// Marks the cache directory for backup tools (the CACHEDIR.TAG convention).
 fn tag(dir: &Path) {
-    let tag = dir.join("CACHEDIR.TAG");
-    if !tag.exists() {
-        let _ = fs::write(
-            tag,
-            "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache of trainc builds; deleting it is safe.\n",
+    // `create_new` also refuses a symlink, dangling or not, in its place.
+    if let Ok(mut f) = fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(dir.join("CACHEDIR.TAG"))
+    {
+        let _ = f.write_all(
+            b"Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache of trainc builds; deleting it is safe.\n",
         );
     }
 }
@@ -373,8 +429,9 @@ mod tests {
         let root = dir.path();
         let out = root.join("deploy");
         fs::create_dir(&out).unwrap();
-        let generated = b"# Code generated by trainc. DO NOT EDIT.\n".to_vec();
-        fs::write(out.join("a.yaml"), &generated).unwrap();
+        let generated =
+            b"# Code generated by trainc. DO NOT EDIT.\napiVersion: v1\nkind: ConfigMap\n".to_vec();
+        fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         let project = Project {
             root: root.to_path_buf(),
             file: None,
@@ -399,7 +456,7 @@ mod tests {
         let plan = Plan {
             root: out.clone(),
             changes: vec![Change {
-                path: "a.yaml".into(),
+                path: "configmap-a.yaml".into(),
                 op: Op::Unchanged,
                 old: Some(generated.clone()),
                 new: generated.clone(),
@@ -410,21 +467,27 @@ mod tests {
             library: String::new(),
             contexts: Vec::new(),
         };
-        fs::write(out.join("stray.yaml"), &generated).unwrap();
+        fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
             cache.save(&req, &read, &[&plan]),
-            Err("deploy cannot be recorded: stray.yaml appeared while the build ran".into())
+            Err(
+                "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
+                    .into()
+            )
         );
-        fs::remove_file(out.join("stray.yaml")).unwrap();
-        fs::write(out.join(".trainc-x.tmp"), "").unwrap();
+        fs::remove_file(out.join("configmap-stray.yaml")).unwrap();
+        fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
         assert!(cache.save(&req, &read, &[&plan]).is_err(), "temporary file");
-        fs::remove_file(out.join(".trainc-x.tmp")).unwrap();
-        fs::remove_file(out.join("a.yaml")).unwrap();
+        fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
+        fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
             cache.save(&req, &read, &[&plan]),
-            Err("deploy cannot be recorded: a.yaml went missing while the build ran".into())
+            Err(
+                "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
+                    .into()
+            )
         );
-        fs::write(out.join("a.yaml"), &generated).unwrap();
+        fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
         assert_eq!(cache.save(&req, &read, &[&plan]), Ok(()));
         assert!(cache.file.is_file());
@@ -458,5 +521,69 @@ mod tests {
                 .exists(),
             "in use"
         );
+    }
+
+    /// The sweep never follows a symlink: not a records directory that is
+    /// one, not a record that is one. Records are not written through one
+    /// either.
+    #[test]
+    fn the_sweep_and_the_record_never_go_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        let old = SystemTime::now() - UNUSED - Duration::from_secs(60);
+        let name = "0123456789abcdef0123456789abcdef.json";
+        let f = fs::File::create(victim.join(name)).unwrap();
+        f.set_modified(old).unwrap();
+        let cache_dir = dir.path().join("cache");
+        fs::create_dir(&cache_dir).unwrap();
+        std::os::unix::fs::symlink(&victim, cache_dir.join("builds")).unwrap();
+        sweep(&cache_dir.join("builds"));
+        assert!(
+            victim.join(name).exists(),
+            "swept through a symlinked directory"
+        );
+
+        let cache = Cache {
+            dir: cache_dir.clone(),
+            file: cache_dir.join("builds/fedcba9876543210fedcba9876543210.json"),
+            started: snapshot::mark(),
+        };
+        let record = Record {
+            format: FORMAT,
+            key: String::new(),
+            contexts: Vec::new(),
+            dests: Vec::new(),
+            outputs: Vec::new(),
+        };
+        assert!(cache.write(&record).is_err());
+        assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
+        assert!(cache.read().is_err(), "nothing read");
+
+        // A record that is a symlink is neither swept nor trusted.
+        fs::remove_file(cache_dir.join("builds")).unwrap();
+        cache.write(&record).unwrap();
+        let builds = cache_dir.join("builds");
+        std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
+        sweep(&builds);
+        assert!(victim.join(name).exists());
+        assert!(builds.join(name).is_symlink());
+        fs::remove_file(&cache.file).unwrap();
+        std::os::unix::fs::symlink(victim.join(name), &cache.file).unwrap();
+        assert!(cache.read().is_err());
+    }
+
+    /// Records are trusted only in a directory nobody else can write: one
+    /// that others can is made private, or not used.
+    #[test]
+    fn records_live_in_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let builds = dir.path().join("builds");
+        fs::create_dir(&builds).unwrap();
+        fs::set_permissions(&builds, fs::Permissions::from_mode(0o777)).unwrap();
+        private_dir(&builds).unwrap();
+        let mode = fs::metadata(&builds).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 }

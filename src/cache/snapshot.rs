@@ -103,6 +103,22 @@ pub fn content_hash(bytes: &[u8]) -> String {
     super::key::hex(&Sha256::digest(bytes)[..16])
 }
 
+/// The hash of what a plan looks at in the file at `rel` (`path` on disk):
+/// all of a file trainc owns (its [`content_hash`], as of the bytes a build
+/// writes), only the first bytes of any other, which is all a plan reads of
+/// it; and whether trainc owns it. A foreign file of any size costs one
+/// bounded read.
+pub fn file_hash(rel: &str, path: &Path) -> io::Result<(String, bool)> {
+    use crate::plan::{Found, read_owned};
+    Ok(match read_owned(path, rel)? {
+        Found::Owned(bytes) => (content_hash(&bytes), true),
+        // Never equal to the hash of a whole file.
+        Found::Foreign(head) | Found::TooLarge(head) => {
+            (format!("head:{}", content_hash(&head)), false)
+        }
+    })
+}
+
 /// Every entry below `root`, never following symlinks; `None` when `root`
 /// does not exist. `hash` gives a file's content hash: the bytes the build
 /// just wrote, so they need not be read back.
@@ -175,7 +191,7 @@ pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
             if state.racy || sig != state.sig {
                 // Equal bytes under a new signature (a `touch`, a checkout)
                 // are still current.
-                if content_hash(&fs::read(full)?) != state.hash {
+                if file_hash(path, full)?.0 != state.hash {
                     why = format!("{path} was edited");
                     return Ok(false);
                 }
@@ -202,7 +218,7 @@ pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
 }
 
 /// Calls `each(relative path, kind, path, lstat)` for every entry below
-/// `root` in sorted order, until it returns `false`. Returns whether `root`
+/// `root` that a plan walks ([`crate::plan::walk`]), in sorted order, until it returns `false`. Returns whether `root`
 /// exists; an error when `root` is not a directory or `each` stopped.
 fn walk(
     root: &Path,
@@ -216,11 +232,9 @@ fn walk(
         Ok(m) if !m.is_dir() => return Err(io::Error::other("not a directory")),
         Ok(_) => {}
     }
-    for entry in walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .min_depth(1)
-    {
+    // What a plan walks, and nothing else: what lies outside cannot change
+    // a build, and `.git` there is not hashed.
+    for entry in crate::plan::walk(root) {
         let entry = entry.map_err(io::Error::other)?;
         let t = entry.file_type();
         let kind = if t.is_file() {
@@ -255,7 +269,7 @@ mod tests {
     use super::*;
 
     fn snap(root: &Path) -> Option<Vec<Entry>> {
-        take(root, mark(), |_, p| Ok(content_hash(&fs::read(p)?))).unwrap()
+        take(root, mark(), |rel, p| Ok(file_hash(rel, p)?.0)).unwrap()
     }
 
     #[test]
@@ -313,7 +327,7 @@ mod tests {
         fs::write(root.join("x.yaml"), "x: 1\n").unwrap();
         // As if the snapshot were taken a minute later.
         let later = mark() + 60_000_000_000;
-        let s = take(root, later, |_, p| Ok(content_hash(&fs::read(p)?)))
+        let s = take(root, later, |rel, p| Ok(file_hash(rel, p)?.0))
             .unwrap()
             .unwrap();
         assert!(s.iter().all(|e| e.file.as_ref().is_some_and(|f| !f.racy)));

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::compile::storage;
 use crate::model::Job;
-use crate::model::job::{Role, RunPolicy};
+use crate::model::job::{Role, RunPolicy, Security};
 use crate::names;
 
 /// What the run identity is computed from. Every field of [`Job`] is named
@@ -45,6 +45,7 @@ struct Inputs<'a> {
     shm_size: Option<&'a str>,
     run_policy: &'a RunPolicy,
     service_account_name: Option<&'a str>,
+    security: &'a Security,
 }
 
 /// The hex digest of a run's inputs, [`names::HASH_LEN`] digits long.
@@ -76,6 +77,9 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         tensorboard: _,
         run_policy,
         service_account_name,
+        security,
+        // A NetworkPolicy is changed in place; the pods stay.
+        network_policy: _,
     } = job;
     let inputs = Inputs {
         target: target.as_str(),
@@ -106,6 +110,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         shm_size: shm_size.as_deref(),
         run_policy,
         service_account_name: service_account_name.as_deref(),
+        security,
     };
     // JSON of borrowed, ordered fields and sorted maps: equal jobs give
     // equal bytes.

@@ -24,7 +24,7 @@ use crate::names;
 use crate::validate::rules::Ctx;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The label JobSet puts on every pod of Job `i` of a replicated Job.
 pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";

@@ -19,7 +19,7 @@ use crate::names;
 
 /// Output-format version of this target: bump it whenever a release renders
 /// a run's objects differently, so that every run gets a new name.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 

@@ -10,7 +10,9 @@ pub mod identity;
 pub mod jobset;
 pub mod kubernetes;
 mod meta;
+pub mod network;
 pub mod pod;
+pub mod security;
 pub mod storage;
 mod tensorboard;
 pub mod tensorflow;
@@ -20,6 +22,7 @@ use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
 
 pub use meta::{FORMAT as FORMAT_ANNOTATION, RUN as RUN_LABEL};
@@ -36,6 +39,7 @@ pub enum Object {
     ConfigMap(Box<ConfigMap>),
     Deployment(Box<Deployment>),
     Job(Box<BatchJob>),
+    NetworkPolicy(Box<NetworkPolicy>),
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Service(Box<Service>),
@@ -57,6 +61,7 @@ object_from! {
     ConfigMap => ConfigMap,
     Deployment => Deployment,
     BatchJob => Job,
+    NetworkPolicy => NetworkPolicy,
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,
     Service => Service,
@@ -172,6 +177,7 @@ pub fn compile(job: &Job) -> Result<CompiledJob, String> {
         Target::Jobset => jobset::compile(&run),
         Target::Tfjob => tfjob::compile(&run),
     };
+    manifests.extend(network::run_policy(&run));
     manifests.extend(storage::manifests(job));
     manifests.extend(tensorboard::manifests(job));
     manifests.sort_by_cached_key(Manifest::file_name);

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
-use crate::compile::{meta, storage};
+use crate::compile::{meta, security, storage};
 use crate::model::Job;
 use crate::model::job::{Role, hyperparameter_env_name};
 
@@ -97,7 +97,8 @@ pub fn env_vars(
 
 /// The container's `env`: a label-borne index first (Kubernetes expands
 /// `$(VAR)` only from variables defined earlier), then every variable
-/// sorted by name.
+/// sorted by name, the scratch home's among them unless the definition
+/// sets its own.
 fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
     let mut out = Vec::new();
     if let Index::Label(label) = p.index {
@@ -113,15 +114,13 @@ fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
             ..EnvVar::default()
         });
     }
-    out.extend(
-        values(job, p.role, p.index, cluster, p.sets_tf_config)
-            .into_iter()
-            .map(|(name, value)| EnvVar {
-                name,
-                value: Some(value),
-                ..EnvVar::default()
-            }),
-    );
+    let mut vars = security::scratch_env();
+    vars.extend(values(job, p.role, p.index, cluster, p.sets_tf_config));
+    out.extend(vars.into_iter().map(|(name, value)| EnvVar {
+        name,
+        value: Some(value),
+        ..EnvVar::default()
+    }));
     out
 }
 
@@ -171,6 +170,9 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
     let role = p.role;
     let mut mounts = storage::mounts(job);
     let mut volumes = storage::pod_volumes(job);
+    let (scratch_volumes, scratch_mounts) = security::scratch();
+    mounts.extend(scratch_mounts);
+    volumes.extend(scratch_volumes);
     mounts.push(VolumeMount {
         name: CLUSTER_SPEC_VOLUME.to_owned(),
         mount_path: crate::names::CLUSTER_SPEC_MOUNT.to_owned(),
@@ -213,6 +215,7 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
             ..ContainerPort::default()
         }]),
         resources: resources(job, role),
+        security_context: Some(security::container(&job.security)),
         volume_mounts: Some(mounts),
         ..Container::default()
     };
@@ -241,6 +244,8 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),
             service_account_name: job.service_account_name.clone(),
+            automount_service_account_token: Some(job.security.automount_service_account_token),
+            security_context: Some(security::pod(&job.security)),
             node_selector: (!role.node_selector.is_empty()).then(|| role.node_selector.clone()),
             tolerations: tolerations(role),
             volumes: Some(volumes),

@@ -1,16 +1,23 @@
-//! TensorBoard: a Deployment reading the log directory from the shared
-//! volume, and a Service in front of it.
+//! Stage 3 (compile), shared by every target: TensorBoard, a Deployment
+//! reading the log directory from the shared volume, a Service in front of
+//! it, and its NetworkPolicy. It has no authentication, so a `LoadBalancer`
+//! is always limited to source ranges, and the pod is as locked down as the
+//! tasks', whatever they relax.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount,
+    Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::compile::{Manifest, meta, storage};
+use crate::compile::{Manifest, meta, network, security, storage};
 use crate::model::Job;
+use crate::model::job::{Security, TensorBoard};
 use crate::names;
 
 pub const COMPONENT: &str = "tensorboard";
@@ -32,7 +39,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
             tb.log_dir == m || tb.log_dir.starts_with(&format!("{m}/"))
         })
         .max_by_key(|v| v.mount_path.len());
-    let (mounts, volumes) = match volume {
+    let (mut mounts, mut volumes) = match volume {
         Some(v) => (
             vec![VolumeMount {
                 name: v.name.clone(),
@@ -47,7 +54,21 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
         ),
         None => (Vec::new(), Vec::new()),
     };
+    // TensorBoard keeps its state in /tmp and HOME.
+    let (scratch_volumes, scratch_mounts) = security::scratch();
+    volumes.extend(scratch_volumes);
+    mounts.extend(scratch_mounts);
+    let restricted = Security::restricted();
     let port = i32::from(tb.port);
+    let probe = |initial_delay_seconds: Option<i32>| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/".to_owned()),
+            port: IntOrString::String("http".to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds,
+        ..Probe::default()
+    };
     let deployment = Deployment {
         metadata: meta::object(job, &name, true, labels.clone()),
         spec: Some(DeploymentSpec {
@@ -66,7 +87,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     containers: vec![Container {
                         name: COMPONENT.to_owned(),
                         image: Some(tb.image.clone()),
-                        command: Some(vec!["tensorboard".to_owned()]),
+                        command: Some(vec![COMMAND.to_owned()]),
                         args: Some(vec![
                             format!("--logdir={}", tb.log_dir),
                             "--bind_all".to_owned(),
@@ -77,19 +98,31 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                             container_port: port,
                             ..ContainerPort::default()
                         }]),
-                        readiness_probe: Some(Probe {
-                            http_get: Some(HTTPGetAction {
-                                path: Some("/".to_owned()),
-                                port: IntOrString::String("http".to_owned()),
-                                ..HTTPGetAction::default()
-                            }),
-                            ..Probe::default()
-                        }),
-                        volume_mounts: Some(mounts).filter(|m| !m.is_empty()),
+                        env: Some(
+                            security::scratch_env()
+                                .into_iter()
+                                .map(|(name, value)| EnvVar {
+                                    name,
+                                    value: Some(value),
+                                    ..EnvVar::default()
+                                })
+                                .collect(),
+                        ),
+                        image_pull_policy: job.image_pull_policy.clone(),
+                        readiness_probe: Some(probe(None)),
+                        // A TensorBoard that stops answering (a huge log
+                        // directory can wedge it) is restarted.
+                        liveness_probe: Some(probe(Some(30))),
+                        resources: Some(resources(tb)),
+                        security_context: Some(security::container(&restricted)),
+                        volume_mounts: Some(mounts),
                         ..Container::default()
                     }],
-                    service_account_name: job.service_account_name.clone(),
-                    volumes: Some(volumes).filter(|v| !v.is_empty()),
+                    // TensorBoard never calls the API server, whatever the
+                    // tasks' service account is for.
+                    automount_service_account_token: Some(false),
+                    security_context: Some(security::pod(&restricted)),
+                    volumes: Some(volumes),
                     ..PodSpec::default()
                 }),
             },
@@ -101,7 +134,9 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
         metadata: meta::object(job, &name, true, labels),
         spec: Some(ServiceSpec {
             type_: Some(tb.service_type.clone()),
-            selector: Some(selector),
+            load_balancer_source_ranges: Some(tb.load_balancer_source_ranges.clone())
+                .filter(|r| !r.is_empty() && tb.service_type == "LoadBalancer"),
+            selector: Some(selector.clone()),
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),
                 port,
@@ -113,8 +148,27 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
         }),
         ..Service::default()
     };
-    vec![
+    let mut out = vec![
         Manifest::new(deployment, &name, &name, true, &job.namespace),
         Manifest::new(service, &name, &name, true, &job.namespace),
-    ]
+    ];
+    out.extend(network::tensorboard_policy(job, &name, selector, tb.port));
+    out
+}
+
+/// The program the container runs: what the TensorBoard image must have.
+pub const COMMAND: &str = "tensorboard";
+
+fn resources(tb: &TensorBoard) -> ResourceRequirements {
+    let q = |cpu: &str, memory: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    ResourceRequirements {
+        requests: Some(q(&tb.cpu, &tb.memory)),
+        limits: Some(q(&tb.cpu_limit, &tb.memory_limit)),
+        ..ResourceRequirements::default()
+    }
 }

@@ -19,7 +19,7 @@ use crate::names;
 use crate::validate::rules::{Ctx, env_scopes};
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The port the operator reads from the `tensorflow` container (which is
 /// [`pod::CONTAINER`]) for its Services and `TF_CONFIG`.

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 
 use super::ImageBuild;
-use super::dockerfile;
 use crate::emit;
 
 pub const BAKE_FILE: &str = "docker-bake.hcl";
@@ -18,14 +17,14 @@ pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
         s,
         "# Build every image from the project root:\n#   docker buildx bake -f {out_shown}/{BAKE_FILE} --push\n"
     );
-    let names: Vec<String> = builds.iter().map(target).collect();
+    let names: Vec<&str> = builds.iter().map(|b| b.target.as_str()).collect();
     let _ = writeln!(
         s,
         "group \"default\" {{\n  targets = [{}]\n}}",
         quoted(&names)
     );
     for (b, name) in builds.iter().zip(&names) {
-        let file = format!("{out_shown}/{}", dockerfile::path(&b.namespace, &b.job));
+        let file = format!("{out_shown}/{}", b.path);
         let _ = write!(
             s,
             "\ntarget \"{name}\" {{\n  context    = {}\n  dockerfile = {}\n  tags       = [{}]\n  labels = {{\n    \"dev.trainc.source\" = {}\n  }}\n}}\n",
@@ -38,16 +37,13 @@ pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
     s
 }
 
-/// Bake target names allow letters, digits, `-` and `_`.
-fn target(b: &ImageBuild) -> String {
-    format!("{}-{}", b.namespace, b.job)
-}
-
-fn quoted(items: &[String]) -> String {
+fn quoted(items: &[&str]) -> String {
     items.iter().map(|i| hcl(i)).collect::<Vec<_>>().join(", ")
 }
 
-/// An HCL string literal; `${` and `%{` would start templates.
+/// An HCL string literal; `${` and `%{` would start templates. Control
+/// characters, line separators and the like (a definition's file name may
+/// hold any) are `\uNNNN` escapes.
 fn hcl(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -55,6 +51,9 @@ fn hcl(s: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
+            c if emit::unsafe_in_comment(c) => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -93,5 +92,6 @@ mod tests {
     #[test]
     fn hcl_strings_are_escaped() {
         assert_eq!(hcl("a\"b${c}"), "\"a\\\"b$${c}\"");
+        assert_eq!(hcl("a\rb\u{2028}c\u{85}"), "\"a\\u000Db\\u2028c\\u0085\"");
     }
 }

@@ -75,9 +75,11 @@ impl ContextPrint {
     /// into it. In doubt, yes.
     pub fn reaches(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt as _;
-        let ignore = match fs::read_to_string(self.dir.join(".dockerignore")) {
-            Ok(text) => DockerIgnore::parse(&text).ok(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DockerIgnore::parse("").ok(),
+        let ignore = match read_ignore(&self.dir) {
+            Ok(Some(bytes)) => String::from_utf8(bytes)
+                .ok()
+                .and_then(|text| DockerIgnore::parse(&text).ok()),
+            Ok(None) => DockerIgnore::parse("").ok(),
             Err(_) => None,
         };
         let Some(ignore) = ignore else {
@@ -147,19 +149,18 @@ fn scan(
     });
     let mut print = Sha256::new();
     // Read once: the rules applied are the bytes recorded.
-    let ignore = match fs::read(context.join(".dockerignore")) {
-        Ok(bytes) => {
+    let ignore = match read_ignore(context)? {
+        Some(bytes) => {
             field(&mut print, &bytes);
             let text =
                 String::from_utf8(bytes).map_err(|_| ".dockerignore is not UTF-8".to_owned())?;
             DockerIgnore::parse(&text)
                 .map_err(|(line, e)| format!(".dockerignore line {line}: {e}"))?
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             field(&mut print, b"-");
             DockerIgnore::parse("").map_err(|(_, e)| e)?
         }
-        Err(e) => return Err(format!("cannot read .dockerignore: {e}")),
     };
     let mut count = 0usize;
     visit(context, &ignore, generated, reach, |rel, path| {
@@ -256,6 +257,28 @@ fn visit(
         each(&rel, entry.path())?;
     }
     Ok(())
+}
+
+/// The context's `.dockerignore`, `None` when there is none. Read as
+/// definitions are ([`crate::load::open_regular`]): a FIFO by that name
+/// would otherwise block the build forever, and a device never end.
+fn read_ignore(context: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    let path = context.join(".dockerignore");
+    match fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    let file = crate::load::open_regular(&path, ".dockerignore").map_err(|d| d.message)?;
+    let mut bytes = Vec::new();
+    let max = crate::load::MAX_FILE_BYTES;
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read .dockerignore: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(".dockerignore is over the {max}-byte limit"));
+    }
+    Ok(Some(bytes))
 }
 
 fn hex(bytes: &[u8]) -> String {

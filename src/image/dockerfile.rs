@@ -4,13 +4,20 @@ use minijinja::{Environment, UndefinedBehavior, context};
 
 use crate::emit;
 use crate::model::Job;
-use crate::model::job::BuildInputs;
+use crate::model::job::{BuildInputs, TensorBoardBuild};
 
 pub const TEMPLATE: &str = "Dockerfile.j2";
+pub const TENSORBOARD_TEMPLATE: &str = "tensorboard.Dockerfile.j2";
 
 /// Where a job's Dockerfile goes in the build-spec tree.
 pub fn path(namespace: &str, job: &str) -> String {
     format!("{}/Dockerfile", emit::job_dir(namespace, job))
+}
+
+/// Where the Dockerfile of a job's TensorBoard image goes, beside the
+/// job's own.
+pub fn tensorboard_path(namespace: &str, job: &str) -> String {
+    format!("{}/tensorboard.Dockerfile", emit::job_dir(namespace, job))
 }
 
 /// Renders the Dockerfile. With `for_hash`, the parts that only say where
@@ -24,6 +31,64 @@ pub fn render(
     bake: &str,
     for_hash: bool,
 ) -> Result<String, String> {
+    let requirements_name = b
+        .requirements
+        .as_deref()
+        .and_then(|r| r.rsplit('/').next())
+        .unwrap_or_default();
+    render_with(TEMPLATE, template, job, bake, for_hash, |header, bake| {
+        context! {
+            header => header,
+            bake_file => bake,
+            base_image => &b.base_image,
+            workdir => &b.workdir,
+            python => &b.python,
+            entrypoint => &b.entrypoint,
+            requirements => &b.requirements,
+            requirements_name => requirements_name,
+            job => &job.name,
+            namespace => &job.namespace,
+            framework_version => &job.framework_version,
+        }
+    })
+}
+
+/// Renders the Dockerfile of the TensorBoard image trainc builds for a job
+/// that names none.
+pub fn render_tensorboard(
+    template: &str,
+    job: &Job,
+    tb: &TensorBoardBuild,
+    bake: &str,
+    for_hash: bool,
+) -> Result<String, String> {
+    render_with(
+        TENSORBOARD_TEMPLATE,
+        template,
+        job,
+        bake,
+        for_hash,
+        |header, bake| {
+            context! {
+                header => header,
+                bake_file => bake,
+                base_image => &tb.base_image,
+                package => &tb.package,
+                job => &job.name,
+                namespace => &job.namespace,
+            }
+        },
+    )
+}
+
+fn render_with(
+    name: &str,
+    template: &str,
+    job: &Job,
+    bake: &str,
+    for_hash: bool,
+    values: impl FnOnce(&str, &str) -> minijinja::Value,
+) -> Result<String, String> {
     let mut env = Environment::new();
     // A typo in a user's template is an error, not an empty string.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -34,43 +99,24 @@ pub fn render(
         .build()
         .map_err(|e| e.to_string())?;
     env.set_syntax(syntax);
-    env.add_template(TEMPLATE, template)
-        .map_err(|e| format!("template {TEMPLATE}: {e}"))?;
-    let requirements_name = b
-        .requirements
-        .as_deref()
-        .and_then(|r| r.rsplit('/').next())
-        .unwrap_or_default();
+    env.add_template(name, template)
+        .map_err(|e| format!("template {name}: {e}"))?;
     let header = if for_hash {
         String::new()
     } else {
         emit::header(Some(&job.source))
     };
     let bake = if for_hash { "" } else { bake };
-    env.get_template(TEMPLATE)
-        .and_then(|t| {
-            t.render(context! {
-                header => header.trim_end(),
-                bake_file => bake,
-                base_image => &b.base_image,
-                workdir => &b.workdir,
-                python => &b.python,
-                entrypoint => &b.entrypoint,
-                requirements => &b.requirements,
-                requirements_name => requirements_name,
-                job => &job.name,
-                namespace => &job.namespace,
-                framework_version => &job.framework_version,
-            })
-        })
-        .map_err(|e| format!("template {TEMPLATE}: {e}"))
+    env.get_template(name)
+        .and_then(|t| t.render(values(header.trim_end(), bake)))
+        .map_err(|e| format!("template {name}: {e}"))
         .and_then(|text| {
             // The header is how pruning knows the file is trainc's.
             if for_hash || emit::is_generated(text.as_bytes()) {
                 Ok(text)
             } else {
                 Err(format!(
-                    "template {TEMPLATE} must start with `{{{{ header }}}}`, the generated-file header"
+                    "template {name} must start with `{{{{ header }}}}`, the generated-file header"
                 ))
             }
         })

@@ -14,6 +14,8 @@ mod dockerignore;
 
 use std::path::Path;
 
+use sha2::Digest as _;
+
 use crate::diagnostic::Diagnostic;
 use crate::emit::Tree;
 use crate::library::Library;
@@ -29,15 +31,28 @@ pub const TAG_LEN: usize = 12;
 /// One image to build.
 #[derive(Debug, Clone)]
 pub struct ImageBuild {
-    pub namespace: String,
-    pub job: String,
+    /// The bake target: letters, digits, `-` and `_`.
+    pub target: String,
     /// The definition, for the generated-file header.
     pub source: String,
     /// Build context relative to the project root.
     pub context: String,
+    /// Where the Dockerfile goes, relative to the build-spec tree.
+    pub path: String,
     /// `<repository>:<tag>`.
     pub image: String,
     pub dockerfile: Vec<u8>,
+}
+
+/// The first [`TAG_LEN`] hex digits of a SHA-256.
+fn tag(digest: &[u8]) -> String {
+    digest
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        .chars()
+        .take(TAG_LEN)
+        .collect()
 }
 
 /// Renders and hashes every job's build, fills in the roles' images, and
@@ -57,6 +72,20 @@ pub fn prepare(
         ))]
     })?;
     let out_shown = load::display_name(root, build_output);
+    // The path goes into comment lines of the Dockerfile and the bake file:
+    // a line break would end the comment and start an instruction.
+    if out_shown
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return Err(vec![
+            Diagnostic::new(format!(
+                "the build directory `{}` cannot be named in a Dockerfile: its path holds a line break or control character",
+                out_shown.escape_debug()
+            ))
+            .hint("rename it (`buildOutput` in trainc.yaml, or `--build-output`)"),
+        ]);
+    }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
     let results = crate::par::map(
         jobs,
@@ -93,10 +122,10 @@ pub fn prepare(
                 )
             })?;
             let build = ImageBuild {
-                namespace: job.namespace.clone(),
-                job: job.name.clone(),
+                target: format!("{}-{}", job.namespace, job.name),
                 source: job.source.clone(),
                 context: b.context_shown.clone(),
+                path: dockerfile::path(&job.namespace, &job.name),
                 image: format!("{}:{}", b.repository, &hash[..TAG_LEN]),
                 dockerfile: text.into_bytes(),
             };
@@ -106,6 +135,14 @@ pub fn prepare(
     let mut builds = Vec::new();
     let mut prints = Vec::new();
     let mut diags = Vec::new();
+    let tb_template = library.template(dockerfile::TENSORBOARD_TEMPLATE);
+    for job in jobs.iter_mut() {
+        match tensorboard(job, tb_template, &out_shown, &bake_shown) {
+            Ok(Some(build)) => builds.push(build),
+            Ok(None) => {}
+            Err(d) => diags.push(d),
+        }
+    }
     for (job, r) in jobs.iter_mut().zip(results) {
         match r {
             Ok(Some((build, print))) => {
@@ -130,12 +167,66 @@ pub fn prepare(
     if builds.is_empty() {
         return Ok((tree, prints));
     }
+    builds.sort_by(|a, b| a.target.cmp(&b.target));
     for b in &builds {
-        tree.insert(dockerfile::path(&b.namespace, &b.job), b.dockerfile.clone());
+        tree.insert(b.path.clone(), b.dockerfile.clone());
     }
     tree.insert(
         BAKE_FILE.to_owned(),
         bake::render(&builds, &out_shown).into_bytes(),
     );
     Ok((tree, prints))
+}
+
+/// The TensorBoard image of a job that names none: a Dockerfile from the
+/// library's template, tagged by the hash of what it builds. Its context is
+/// the job's build-spec directory: the Dockerfile copies nothing.
+fn tensorboard(
+    job: &mut Job,
+    template: Option<&str>,
+    out_shown: &str,
+    bake_shown: &str,
+) -> Result<Option<ImageBuild>, Diagnostic> {
+    let Some(b) = job.tensorboard.as_ref().and_then(|tb| tb.build.clone()) else {
+        return Ok(None);
+    };
+    let fail = |e: String| {
+        Diagnostic::new(format!(
+            "cannot prepare the TensorBoard image of {}/{}: {e}",
+            job.namespace, job.name
+        ))
+        .hint("fix the TensorBoard Dockerfile template (the project's `library` directory, or trainc's library/templates/)")
+    };
+    let template = template.ok_or_else(|| {
+        fail(format!(
+            "the library has no template `{}`",
+            dockerfile::TENSORBOARD_TEMPLATE
+        ))
+    })?;
+    let text =
+        dockerfile::render_tensorboard(template, job, &b, bake_shown, false).map_err(fail)?;
+    let neutral =
+        dockerfile::render_tensorboard(template, job, &b, bake_shown, true).map_err(fail)?;
+    let image = format!(
+        "{}:{}",
+        b.repository,
+        tag(&sha2::Sha256::digest(neutral.as_bytes()))
+    );
+    let path = dockerfile::tensorboard_path(&job.namespace, &job.name);
+    let context = format!(
+        "{out_shown}/{}",
+        crate::emit::job_dir(&job.namespace, &job.name)
+    );
+    let build = ImageBuild {
+        target: format!("{}-{}-tensorboard", job.namespace, job.name),
+        source: job.source.clone(),
+        context,
+        path,
+        image: image.clone(),
+        dockerfile: text.into_bytes(),
+    };
+    if let Some(tb) = &mut job.tensorboard {
+        tb.image = image;
+    }
+    Ok(Some(build))
 }

@@ -16,7 +16,15 @@ use crate::source::{Location, Pos, SourceFile};
 
 /// Larger inputs are refused before parsing: no hand-written definition comes
 /// near this, and it bounds the memory a hostile file can make us use.
-const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The longest string (value or key) a definition may hold, in bytes. Real
+/// values are far shorter: the longest are inline scripts
+/// (`command: [sh, -c, …]`) and annotations of a few KiB, and Linux refuses
+/// a single program argument over 128 KiB (`MAX_ARG_STRLEN`) anyway. Every
+/// task's manifest carries the job's strings, so this bounds what one
+/// string can be multiplied into; [`crate::validate`] bounds the product.
+pub const MAX_STRING_BYTES: usize = 64 * 1024;
 
 /// The deepest real definition nests about eight levels; the margin is wide
 /// while keeping the recursive deserializer far from the stack's end.
@@ -173,7 +181,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
             .at(pos.map(|p| Location::new(file, p)))
             .hint(hint)
     })?;
-    Ok(roots
+    let docs: Vec<Document> = roots
         .into_iter()
         .map(|root| {
             let mut spans = SpanIndex::default();
@@ -184,7 +192,72 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
                 spans,
             }
         })
-        .collect())
+        .collect();
+    for doc in &docs {
+        if let Some(d) = long_string(doc) {
+            return Err(d);
+        }
+    }
+    Ok(docs)
+}
+
+/// The first string (value or mapping key) longer than [`MAX_STRING_BYTES`],
+/// as aliases expand it, located.
+fn long_string(doc: &Document) -> Option<Diagnostic> {
+    /// `(pointer, length, is a key)` of the first one found.
+    fn walk(v: &Value, pointer: &mut String) -> Option<(String, usize, bool)> {
+        match v {
+            Value::String(s) if s.len() > MAX_STRING_BYTES => {
+                Some((pointer.clone(), s.len(), false))
+            }
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                let len = pointer.len();
+                pointer.push_str(&format!("/{i}"));
+                let found = walk(item, pointer);
+                pointer.truncate(len);
+                found
+            }),
+            Value::Object(map) => map.iter().find_map(|(k, item)| {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&pointer_segment(k));
+                let found = if k.len() > MAX_STRING_BYTES {
+                    Some((pointer.clone(), k.len(), true))
+                } else {
+                    walk(item, pointer)
+                };
+                pointer.truncate(len);
+                found
+            }),
+            _ => None,
+        }
+    }
+    let (pointer, len, key) = walk(&doc.value, &mut String::new())?;
+    let what = if key { "a key" } else { "a string" };
+    // The path without the long key itself, and itself cut short: its
+    // other keys may be long too.
+    let parent = if key {
+        pointer.rfind('/').map_or("", |i| &pointer[..i])
+    } else {
+        &pointer
+    };
+    let mut path = doc.dotted(parent);
+    if let Some((cut, _)) = path.char_indices().nth(120) {
+        path.truncate(cut);
+        path.push('…');
+    }
+    Some(
+        Diagnostic::new(format!(
+            "{what} of {len} bytes, over the {MAX_STRING_BYTES}-byte limit for one string"
+        ))
+        .path(path)
+        .at(if key {
+            doc.locate_key(&pointer)
+        } else {
+            doc.locate(&pointer)
+        })
+        .hint("definitions hold settings, not data: put long scripts and data into the image or on a volume"),
+    )
 }
 
 fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
@@ -230,19 +303,30 @@ fn yaml_message(raw: &str) -> String {
     line.to_owned()
 }
 
-/// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic.
+/// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic,
+/// and anything but a regular file (see [`open_regular`]).
 pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| Diagnostic::new(format!("cannot read {name}: {e}")))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Diagnostic::new(format!(
-            "{name} is {} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition",
-            meta.len()
+    use std::io::Read as _;
+    let file = open_regular(path, &name)?;
+    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {name}: {e}"));
+    let len = file.metadata().map_err(cannot)?.len();
+    let too_big = |len: u64| {
+        Diagnostic::new(format!(
+            "{name} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
         ))
-        .hint("split the file; a definition file is meant to be written by hand"));
+        .hint("split the file; a definition file is meant to be written by hand")
+    };
+    if len > MAX_FILE_BYTES {
+        return Err(too_big(len));
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| Diagnostic::new(format!("cannot read {name}: {e}")))?;
+    // The size can change after the check: never read more than the limit.
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Arc::new(SourceFile { name, text })),
         Err(e) => {
@@ -268,16 +352,118 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
     }
 }
 
+/// Opens `path` for reading if it is a regular file, and refuses anything
+/// else by name: opening a FIFO blocks until someone writes to it (a CI job
+/// would hang), a device can be endless, and neither is a definition. The
+/// type is checked before opening, so a device is never opened, and again
+/// on the open file, so a file swapped in between is caught too; the open
+/// itself does not wait (`O_NONBLOCK`, which regular files ignore).
+pub fn open_regular(path: &Path, name: &str) -> Result<std::fs::File, Diagnostic> {
+    use rustix::fs::{Mode, OFlags};
+    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {name}: {e}"));
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(not_regular(name, meta.file_type()));
+    }
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| cannot(e.into()))?;
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata().map_err(cannot)?;
+    if meta.is_file() {
+        Ok(file)
+    } else {
+        Err(not_regular(name, meta.file_type()))
+    }
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The refusal of an input that is not a regular file. It names the path
+/// and never shows content: nothing has been read.
+pub fn not_regular(name: &str, t: std::fs::FileType) -> Diagnostic {
+    let what = kind_of(t);
+    let what = if what.starts_with("not") {
+        what.to_owned()
+    } else {
+        format!("{what}, not a regular file")
+    };
+    Diagnostic::new(format!("{name} is {what}")).hint(if t.is_dir() {
+        "names ending in `.yaml` or `.yml` are read as definition files; rename the directory"
+    } else {
+        "trainc reads definitions, project and library files only from regular files; remove it, or rename it so that it does not end in `.yaml` or `.yml`"
+    })
+}
+
+/// `path` resolved (symlinks followed), when that lies inside `root`
+/// (canonical); else a refusal naming it. A link in a repository may point
+/// anywhere on the machine that runs trainc, such as a credentials file or
+/// `/proc/self/environ`, and a refused file is never read, so no message
+/// can show its content. `what` says what the path is for the message.
+pub fn inside_root(
+    root: &Path,
+    path: &Path,
+    shown: &str,
+    what: &str,
+) -> Result<PathBuf, Diagnostic> {
+    let real = path
+        .canonicalize()
+        .map_err(|e| Diagnostic::new(format!("cannot read {shown}: {e}")))?;
+    if real.starts_with(root) {
+        return Ok(real);
+    }
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!("{what} ")
+    };
+    let message = if real != path {
+        format!(
+            "{what}{shown} resolves to {}, outside the project root",
+            real.display()
+        )
+    } else {
+        format!("{what}{shown} lies outside the project root")
+    };
+    Err(Diagnostic::new(message).hint(
+        "trainc reads only files inside the project root (the directory of trainc.yaml, else the working directory), also through symlinks; copy the file in, or run trainc from a directory that holds it",
+    ))
+}
+
 /// Expands the given paths into the YAML files they hold, sorted, without
 /// duplicates. Directories are walked recursively, following symlinks (walkdir
 /// stops loops); hidden entries and the `exclude`d paths (the output
 /// directory, the project file) are skipped, also when reached through a
-/// symlink. Paths are canonical, so `root` should be too.
+/// symlink.
+///
+/// What is read must be a regular file inside `root`: a given path or a
+/// symlink met in the walk that resolves outside it, and a `*.yaml` or
+/// `*.yml` entry that is a directory, FIFO, socket or device, are refused
+/// by name, all of them in one report, before anything is opened.
 pub fn discover(
     root: &Path,
     paths: &[PathBuf],
     exclude: &[PathBuf],
-) -> Result<Vec<PathBuf>, Diagnostic> {
+) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let root = root.as_path();
     // Canonical once, up front: walking a canonical root yields canonical
     // entries, so skipping is a comparison, not a readlink per component.
     let exclude: Vec<PathBuf> = exclude
@@ -285,19 +471,40 @@ pub fn discover(
         .filter_map(|p| p.canonicalize().ok())
         .collect();
     let mut files = Vec::new();
+    let mut refused = Vec::new();
     for given in paths {
-        let path = given.canonicalize().map_err(|e| {
-            Diagnostic::new(format!("cannot read {}: {e}", display_name(root, given))).hint(
-                "pass existing files or directories, or list them under `sources` in trainc.yaml",
-            )
-        })?;
-        if path.is_file() {
-            files.push(path);
+        let shown = display_name(root, given);
+        let path = match given.canonicalize() {
+            Ok(p) => p,
+            Err(e) => {
+                refused.push(Diagnostic::new(format!("cannot read {shown}: {e}")).hint(
+                    "pass existing files or directories, or list them under `sources` in trainc.yaml",
+                ));
+                continue;
+            }
+        };
+        if let Err(d) = inside_root(root, given, &shown, "") {
+            refused.push(d);
             continue;
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {
+                files.push(path);
+                continue;
+            }
+            Ok(m) if m.is_dir() => {}
+            Ok(m) => {
+                refused.push(not_regular(&shown, m.file_type()));
+                continue;
+            }
+            Err(e) => {
+                refused.push(Diagnostic::new(format!("cannot read {shown}: {e}")));
+                continue;
+            }
         }
         // Symlinked definitions are read (walkdir stops loops); only the
         // output directory is never followed.
-        let walker = walkdir::WalkDir::new(&path)
+        let mut walker = walkdir::WalkDir::new(&path)
             .follow_links(true)
             .sort_by_file_name()
             .into_iter()
@@ -317,16 +524,45 @@ pub fn discover(
                     !excluded(e.path())
                 }
             });
-        for entry in walker {
-            let entry = entry.map_err(|e| {
-                Diagnostic::new(format!("cannot walk {}: {e}", display_name(root, given)))
-            })?;
+        while let Some(entry) = walker.next() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    refused.push(Diagnostic::new(format!("cannot walk {shown}: {e}")));
+                    continue;
+                }
+            };
             let p = entry.path();
+            let t = entry.file_type();
             let yaml = p.extension().is_some_and(|x| x == "yaml" || x == "yml");
-            if entry.file_type().is_file() && yaml {
+            // The walk starts inside the root, so only a link can lead out;
+            // one that would not be read (`notes.txt`) does not matter.
+            if entry.path_is_symlink()
+                && (yaml || t.is_dir())
+                && let Err(d) = inside_root(root, p, &display_name(root, p), "")
+            {
+                refused.push(d);
+                if t.is_dir() {
+                    walker.skip_current_dir();
+                }
+                continue;
+            }
+            if !yaml || entry.depth() == 0 {
+                continue;
+            }
+            if t.is_file() {
                 files.push(p.to_path_buf());
+            } else {
+                refused.push(not_regular(&display_name(root, p), t));
+                if t.is_dir() {
+                    walker.skip_current_dir();
+                }
             }
         }
+    }
+    if !refused.is_empty() {
+        crate::diagnostic::normalize(&mut refused);
+        return Err(refused);
     }
     files.sort();
     files.dedup();

@@ -37,7 +37,9 @@ impl Project {
     pub fn discover(cwd: &Path, explicit: Option<&Path>) -> Result<Self, Vec<Diagnostic>> {
         let file = match explicit {
             Some(p) => Some(cwd.join(p)),
-            None => Some(cwd.join(PROJECT_FILE)).filter(|p| p.is_file()),
+            // Anything by that name, so that a FIFO or a dangling link is
+            // reported rather than silently not the project file.
+            None => Some(cwd.join(PROJECT_FILE)).filter(|p| p.symlink_metadata().is_ok()),
         };
         let Some(file) = file else {
             return Ok(Self {
@@ -55,7 +57,11 @@ impl Project {
             .parent()
             .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
         let root = root.canonicalize().unwrap_or(root);
-        let source = load::read(&file, load::display_name(cwd, &file)).map_err(|d| vec![d])?;
+        let shown = load::display_name(cwd, &file);
+        // A `trainc.yaml` linked to a file elsewhere would be read, and its
+        // text shown in errors: it must lie in the directory it names as root.
+        load::inside_root(&root, &file, &shown, "project file").map_err(|d| vec![d])?;
+        let source = load::read(&file, shown).map_err(|d| vec![d])?;
         let docs = load::parse(&source).map_err(|d| vec![d])?;
         let doc = match docs.as_slice() {
             [doc] => doc,

@@ -102,6 +102,69 @@ pub struct Spec {
     #[serde(default)]
     pub run_policy: RunPolicy,
     pub service_account_name: Option<String>,
+    #[serde(default)]
+    pub security: Security,
+}
+
+/// `spec.security`: relaxations of the `restricted` defaults, field by field.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Security {
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
+    pub fs_group: Option<i64>,
+    pub run_as_non_root: Option<bool>,
+    pub allow_privilege_escalation: Option<bool>,
+    pub read_only_root_filesystem: Option<bool>,
+    pub privileged: Option<bool>,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    pub seccomp_profile: Option<SeccompProfile>,
+    pub automount_service_account_token: Option<bool>,
+    #[serde(default)]
+    pub network_policy: NetworkPolicy,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub add: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeccompProfile {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub localhost_profile: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkPolicy {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub egress: Option<Vec<EgressRule>>,
+}
+
+impl Default for NetworkPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            egress: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressRule {
+    pub cidr: Option<String>,
+    #[serde(default)]
+    pub except: Vec<String>,
+    #[serde(default)]
+    pub ports: Vec<u16>,
 }
 
 /// A string, number or boolean; rendered without quotes. Numbers and
@@ -142,6 +205,19 @@ impl TrainingJob {
         }
         if let Some(v) = &mut spec.shm_size {
             keep("/spec/shmSize".into(), v);
+        }
+        if let Some(tb) = &mut spec.tensorboard {
+            let r = &mut tb.resources;
+            for (field, v) in [
+                ("cpu", &mut r.cpu),
+                ("memory", &mut r.memory),
+                ("cpuLimit", &mut r.cpu_limit),
+                ("memoryLimit", &mut r.memory_limit),
+            ] {
+                if let Some(v) = v {
+                    keep(format!("/spec/tensorboard/resources/{field}"), v);
+                }
+            }
         }
         for (i, vol) in spec.storage.iter_mut().enumerate() {
             if let Some(v) = &mut vol.size {
@@ -286,7 +362,21 @@ pub struct TensorBoard {
     pub log_dir: String,
     pub service: Option<String>,
     pub image: Option<String>,
+    pub repository: Option<String>,
     pub port: Option<u16>,
+    #[serde(default)]
+    pub resources: TensorBoardResources,
+    #[serde(default)]
+    pub load_balancer_source_ranges: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TensorBoardResources {
+    pub cpu: Option<Scalar>,
+    pub memory: Option<Scalar>,
+    pub cpu_limit: Option<Scalar>,
+    pub memory_limit: Option<Scalar>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

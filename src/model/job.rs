@@ -23,6 +23,19 @@ pub fn default_restart_policy(target: Target) -> &'static str {
     }
 }
 pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
+/// The UID and GID the generated Dockerfile creates, and pods run as.
+pub const DEFAULT_UID: i64 = 10001;
+/// TensorBoard's requests and limits unless its definition says otherwise:
+/// it mostly waits, but reading large event files takes memory.
+pub const TENSORBOARD_CPU: &str = "100m";
+pub const TENSORBOARD_CPU_LIMIT: &str = "1";
+pub const TENSORBOARD_MEMORY: &str = "1Gi";
+/// Where tasks may connect besides their run and DNS, by default: HTTPS,
+/// for object storage and dataset and model hubs.
+pub const DEFAULT_EGRESS_PORT: u16 = 443;
+/// Who may reach a `LoadBalancer` TensorBoard unless the definition says:
+/// the private address ranges (RFC 1918), never the internet.
+pub const PRIVATE_RANGES: [&str; 3] = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"];
 
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -53,6 +66,64 @@ pub struct Job {
     pub tensorboard: Option<TensorBoard>,
     pub run_policy: RunPolicy,
     pub service_account_name: Option<String>,
+    pub security: Security,
+    /// `None` when the definition opts out of NetworkPolicies.
+    pub network_policy: Option<NetworkPolicy>,
+}
+
+/// The pods' security settings, every default applied. Serialize: part of
+/// the run identity, since it reaches every pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Security {
+    pub run_as_user: i64,
+    pub run_as_group: i64,
+    pub fs_group: i64,
+    pub run_as_non_root: bool,
+    pub allow_privilege_escalation: bool,
+    pub read_only_root_filesystem: bool,
+    pub privileged: bool,
+    /// Added after dropping ALL.
+    pub add_capabilities: Vec<String>,
+    /// `RuntimeDefault`, `Localhost` or `Unconfined`.
+    pub seccomp: String,
+    pub seccomp_localhost_profile: Option<String>,
+    pub automount_service_account_token: bool,
+}
+
+impl Security {
+    /// The `restricted` defaults, with a definition's relaxations applied.
+    pub fn resolve(s: &def::Security, service_account: Option<&str>) -> Self {
+        let seccomp = s.seccomp_profile.as_ref();
+        Self {
+            run_as_user: s.run_as_user.unwrap_or(DEFAULT_UID),
+            run_as_group: s.run_as_group.unwrap_or(DEFAULT_UID),
+            fs_group: s.fs_group.unwrap_or(DEFAULT_UID),
+            run_as_non_root: s.run_as_non_root.unwrap_or(true),
+            allow_privilege_escalation: s.allow_privilege_escalation.unwrap_or(false),
+            read_only_root_filesystem: s.read_only_root_filesystem.unwrap_or(true),
+            privileged: s.privileged.unwrap_or(false),
+            add_capabilities: s.capabilities.add.clone(),
+            seccomp: seccomp.map_or_else(|| "RuntimeDefault".to_owned(), |p| p.type_.clone()),
+            seccomp_localhost_profile: seccomp.and_then(|p| p.localhost_profile.clone()),
+            // A named service account is there to be used: its token is
+            // mounted unless the definition says otherwise.
+            automount_service_account_token: s
+                .automount_service_account_token
+                .unwrap_or(service_account.is_some()),
+        }
+    }
+
+    /// What trainc's own pods (TensorBoard) run with: the defaults, always.
+    pub fn restricted() -> Self {
+        Self::resolve(&def::Security::default(), None)
+    }
+}
+
+/// A run's NetworkPolicy: ingress only from the run; egress to the run, to
+/// DNS and to these rules.
+#[derive(Debug, Clone)]
+pub struct NetworkPolicy {
+    pub egress: Vec<def::EgressRule>,
 }
 
 /// `spec.build`, resolved: paths absolute, base image chosen.
@@ -155,8 +226,24 @@ pub enum VolumeSource {
 pub struct TensorBoard {
     pub log_dir: String,
     pub service_type: String,
+    /// Empty until [`crate::image`] fills it when trainc builds the image.
     pub image: String,
+    /// Set when the definition names no image: trainc writes a build spec.
+    pub build: Option<TensorBoardBuild>,
     pub port: u16,
+    pub cpu: String,
+    pub memory: String,
+    pub cpu_limit: String,
+    pub memory_limit: String,
+    pub load_balancer_source_ranges: Vec<String>,
+}
+
+/// The TensorBoard image trainc writes a build spec for.
+#[derive(Debug, Clone)]
+pub struct TensorBoardBuild {
+    pub repository: String,
+    pub base_image: String,
+    pub package: String,
 }
 
 /// Serialize: part of the run identity, like [`Role`].
@@ -337,20 +424,41 @@ pub fn resolve(
         roles,
         storage,
         shm_size: spec.shm_size.as_ref().map(def::Scalar::render),
-        tensorboard: spec
-            .tensorboard
-            .as_ref()
-            .filter(|t| t.enabled)
-            .map(|t| TensorBoard {
+        tensorboard: spec.tensorboard.as_ref().filter(|t| t.enabled).map(|t| {
+            let r = &t.resources;
+            let cpu = r.cpu.as_ref().map(def::Scalar::render);
+            let memory = r.memory.as_ref().map(def::Scalar::render);
+            TensorBoard {
                 log_dir: t.log_dir.clone(),
                 service_type: t.service.clone().unwrap_or_else(|| "ClusterIP".to_owned()),
-                image: t
-                    .image
-                    .clone()
-                    .or_else(|| images.map(|i| i.cpu.clone()))
-                    .unwrap_or_default(),
+                image: t.image.clone().unwrap_or_default(),
+                build: t.image.is_none().then(|| TensorBoardBuild {
+                    repository: tensorboard_repository(spec, t),
+                    base_image: preset.tensorboard.base_image.clone(),
+                    package: preset.tensorboard.package.clone(),
+                }),
                 port: t.port.unwrap_or(preset.tensorboard.port),
-            }),
+                cpu_limit: r
+                    .cpu_limit
+                    .as_ref()
+                    .map(def::Scalar::render)
+                    .or_else(|| cpu.clone())
+                    .unwrap_or_else(|| TENSORBOARD_CPU_LIMIT.to_owned()),
+                memory_limit: r
+                    .memory_limit
+                    .as_ref()
+                    .map(def::Scalar::render)
+                    .or_else(|| memory.clone())
+                    .unwrap_or_else(|| TENSORBOARD_MEMORY.to_owned()),
+                cpu: cpu.unwrap_or_else(|| TENSORBOARD_CPU.to_owned()),
+                memory: memory.unwrap_or_else(|| TENSORBOARD_MEMORY.to_owned()),
+                load_balancer_source_ranges: if t.load_balancer_source_ranges.is_empty() {
+                    PRIVATE_RANGES.map(str::to_owned).to_vec()
+                } else {
+                    t.load_balancer_source_ranges.clone()
+                },
+            }
+        }),
         run_policy: RunPolicy {
             backoff_limit: rp.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT),
             active_deadline_seconds: rp.active_deadline_seconds,
@@ -364,6 +472,51 @@ pub fn resolve(
             queue: rp.queue.clone(),
         },
         service_account_name: spec.service_account_name.clone(),
+        security: Security::resolve(&spec.security, spec.service_account_name.as_deref()),
+        network_policy: spec.security.network_policy.enabled.then(|| NetworkPolicy {
+            egress: spec
+                .security
+                .network_policy
+                .egress
+                .clone()
+                .unwrap_or_else(|| {
+                    vec![def::EgressRule {
+                        ports: vec![DEFAULT_EGRESS_PORT],
+                        ..def::EgressRule::default()
+                    }]
+                }),
+        }),
+    }
+}
+
+/// Where the TensorBoard image trainc builds goes: the definition's
+/// `repository`, else beside the job's own image, `<repository>-tensorboard`.
+fn tensorboard_repository(spec: &def::Spec, tb: &def::TensorBoard) -> String {
+    if let Some(r) = &tb.repository {
+        return r.clone();
+    }
+    let image = spec
+        .build
+        .as_ref()
+        .map(|b| b.repository.as_str())
+        .or_else(|| {
+            spec.image.as_deref().or_else(|| {
+                RoleKind::ALL
+                    .iter()
+                    .find_map(|k| k.of(&spec.roles).and_then(|r| r.image.as_deref()))
+            })
+        });
+    // Validation makes sure every job has an image or a build.
+    format!("{}-tensorboard", image.map(image_name).unwrap_or_default())
+}
+
+/// An image reference without its tag and digest.
+pub fn image_name(image: &str) -> &str {
+    let rest = image.split_once('@').map_or(image, |(r, _)| r);
+    let last = rest.rfind('/').map_or(0, |i| i + 1);
+    match rest[last..].rfind(':') {
+        Some(i) => &rest[..last + i],
+        None => rest,
     }
 }
 

@@ -46,6 +46,26 @@ pub struct Options {
 
 /// Applies the overrides to the job, in place.
 pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> {
+    use crate::limits::MAX_REPLICAS;
+    use crate::load::MAX_STRING_BYTES;
+    // The definition's limits: a flag is no way around them.
+    for (kind, n) in &opts.replicas {
+        if *n > MAX_REPLICAS {
+            return Err(Diagnostic::new(format!(
+                "--replicas {}={n}: a role has at most {MAX_REPLICAS} replicas",
+                kind.as_str()
+            ))
+            .hint("the same limit as `replicas` in a definition"));
+        }
+    }
+    for (name, value) in &opts.set {
+        if name.len().max(value.len()) > MAX_STRING_BYTES {
+            return Err(Diagnostic::new(format!(
+                "--set: a name or value over the {MAX_STRING_BYTES}-byte limit for one string"
+            ))
+            .hint("the same limit as for a string in a definition"));
+        }
+    }
     for (name, value) in &opts.set {
         match job.hyperparameters.iter_mut().find(|(k, _)| k == name) {
             Some((_, v)) => v.clone_from(value),

@@ -1,9 +1,11 @@
 //! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
 //! invalid definition: [`validate`] returns resolved jobs or every finding.
 
+mod budget;
 mod image;
 pub mod rules;
 pub mod schema;
+mod security;
 mod suggest;
 
 use std::collections::BTreeMap;
@@ -16,6 +18,7 @@ use crate::model::definition::TrainingJob;
 use crate::model::job::{self, Job, namespace_of};
 use crate::model::project::Defaults;
 
+pub use image::{REFERENCE_HINT, dockerfile_path_error, name_error, reference_error};
 pub use suggest::did_you_mean;
 
 /// Validates every document and resolves the valid ones. Findings from all
@@ -28,11 +31,20 @@ pub struct Context<'a> {
     pub root: &'a Path,
 }
 
-pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnostic>> {
+/// The resolved jobs and the warnings about them.
+pub fn validate(
+    docs: &[Document],
+    cx: &Context,
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let defaults = cx.defaults;
     let mut diags = Vec::new();
+    let mut warnings = Vec::new();
     let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
     for doc in docs {
+        if let Some(d) = project_file(doc) {
+            diags.push(d);
+            continue;
+        }
         let found = schema::TRAINING_JOB.check(doc);
         if !found.is_empty() {
             diags.extend(found);
@@ -41,7 +53,11 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
         match doc.typed::<TrainingJob>() {
             Ok(mut def) => {
                 def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-                let found = rules::check(doc, &def, cx);
+                let (found, warned): (Vec<Diagnostic>, Vec<Diagnostic>) =
+                    rules::check(doc, &def, cx)
+                        .into_iter()
+                        .partition(Diagnostic::is_error);
+                warnings.extend(warned);
                 if found.is_empty() {
                     valid.push((doc, def));
                 } else {
@@ -52,13 +68,17 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
         }
     }
     duplicates(&valid, defaults, &mut diags);
+    budget::check(&valid, &mut diags);
     if diags.is_empty() {
         collisions(&valid, defaults, &mut diags);
     }
     if !diags.is_empty() {
+        // Warnings too: a user fixing errors sees everything at once.
+        diags.extend(warnings);
         diagnostic::normalize(&mut diags);
         return Err(diags);
     }
+    diagnostic::normalize(&mut warnings);
     let mut jobs: Vec<Job> = valid
         .iter()
         .map(|(doc, def)| {
@@ -73,7 +93,32 @@ pub fn validate(docs: &[Document], cx: &Context) -> Result<Vec<Job>, Vec<Diagnos
             )]
         })?;
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok(jobs)
+    Ok((jobs, warnings))
+}
+
+/// A project file among the sources (`trainc build examples` finds
+/// `examples/mnist/trainc.yaml`) is refused, once and by name, rather than
+/// checked as a broken definition: it is no definition, and skipping it
+/// would compile that project's jobs without its defaults (its namespace,
+/// say), into another output directory. As with `kubectl apply -f` on a
+/// kustomization directory, the fix is the command for projects.
+fn project_file(doc: &Document) -> Option<Diagnostic> {
+    let kind = doc.value.get("kind")?.as_str()?;
+    let api = doc
+        .value
+        .get("apiVersion")
+        .and_then(serde_json::Value::as_str);
+    if kind != "Project" || !api.is_some_and(|a| a.starts_with("trainc.dev/")) {
+        return None;
+    }
+    let name = &doc.file.name;
+    Some(
+        Diagnostic::new(format!("{name} is a project file, not a definition"))
+            .at(doc.locate("/kind"))
+            .hint(format!(
+                "a project found among the definitions is not applied: to build it, pass `--project {name}` and no paths (or run trainc in its directory); else leave its directory out of the paths"
+            )),
+    )
 }
 
 /// The same job (namespace + name) defined twice would write the same files.

@@ -45,6 +45,20 @@ impl Ctx<'_> {
         self.out.push(d);
     }
 
+    pub(crate) fn warning(
+        &mut self,
+        pointer: &str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        self.out.push(
+            Diagnostic::warning(message)
+                .path(self.doc.dotted(pointer))
+                .at(self.doc.locate(pointer))
+                .hint(hint),
+        );
+    }
+
     pub(crate) fn error_at_key(
         &mut self,
         pointer: &str,
@@ -73,6 +87,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     quantities(&mut cx, def);
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
+    super::security::check(&mut cx, def);
     access_modes(&mut cx, def);
     environment(&mut cx, def, target_of(def, defaults));
     labels(&mut cx, def);

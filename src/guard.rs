@@ -1,0 +1,280 @@
+//! Before stage 5: the directories `build`, `build --check` and `diff` may
+//! plan into.
+//!
+//! A plan reads, writes and prunes below its root (only what trainc owns,
+//! see [`crate::plan::owned`]). A root that holds more than trainc's output
+//! (`/`, a home directory, the project, the definitions) would let a build
+//! prune the output of every other project below it, and a root inside the
+//! definitions would feed the next build its own manifests. Such a directory
+//! is refused before anything is read or written, whether it comes from
+//! `-o`, `--build-output` or the project file.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::diagnostic::Diagnostic;
+use crate::load::project::Project;
+use crate::source::{Location, SourceFile};
+
+/// A directory a command would plan into, and where it was set.
+pub struct Dest<'a> {
+    pub path: &'a Path,
+    /// `-o` or `--build-output` when given on the command line.
+    pub flag: Option<&'static str>,
+    /// The project file's key for it: `output` or `buildOutput`.
+    pub key: &'static str,
+    /// How messages call it: `output directory`, `build directory`.
+    pub what: &'static str,
+    /// The project's own `output` or `buildOutput`: the one definitions are
+    /// never read from (the output is skipped when definitions are found;
+    /// the build directory holds no YAML), so it may lie among them, as
+    /// with `sources: [.]`.
+    pub own: bool,
+}
+
+/// Refuses, with every reason at once, directories that are not trainc's to
+/// prune: the root directory; the home directory or one that contains it;
+/// the project root or one that contains it; one that is or contains a
+/// directory of definitions (the project's `sources`, the paths given, the
+/// `library`), or lies inside one, unless it is the project's own (see
+/// [`Dest::own`]); one whose path holds characters that cannot be
+/// written into a generated file safely (it is named in the bake file and
+/// the Dockerfiles). Also refuses two directories that contain one another.
+/// Paths are compared as they resolve: symlinks and `..` followed.
+pub fn check(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    dests: &[Dest],
+) -> Result<(), Vec<Diagnostic>> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute());
+    check_with_home(project, cwd, paths, dests, home.as_deref())
+}
+
+/// [`check`], with the home directory given.
+fn check_with_home(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    dests: &[Dest],
+    home: Option<&Path>,
+) -> Result<(), Vec<Diagnostic>> {
+    let home = home.map(real);
+    let root = real(&project.root);
+    // What a build reads: (where it resolves, as given, what it holds).
+    let mut sources: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
+    for s in project
+        .sources
+        .iter()
+        .cloned()
+        .chain(paths.iter().map(|p| cwd.join(p)))
+    {
+        sources.push((real(&s), s, "definitions"));
+    }
+    if let Some(l) = &project.library {
+        sources.push((real(l), l.clone(), "library files"));
+    }
+    let mut found = Vec::new();
+    for d in dests {
+        let at = real(d.path);
+        let shown = crate::load::shown_dir(cwd, d.path);
+        let named = |p: &Path| crate::load::shown_dir(cwd, p);
+        let why = if let Some(c) = shown.chars().find(|&c| crate::emit::unsafe_in_comment(c)) {
+            Some(format!(
+                "its path holds `{}`, which cannot be written safely into the generated files that name it",
+                c.escape_default()
+            ))
+        } else if at.parent().is_none() {
+            Some("it is the root directory".to_owned())
+        } else if home.as_deref() == Some(at.as_path()) {
+            Some("it is your home directory".to_owned())
+        } else if let Some(h) = home.as_deref().filter(|h| h.starts_with(&at)) {
+            Some(format!("it contains your home directory `{}`", h.display()))
+        } else if at == root {
+            Some("it is the project root".to_owned())
+        } else if root.starts_with(&at) {
+            Some(match named(&project.root).as_str() {
+                "." => "it contains the project root, the working directory".to_owned(),
+                r => format!("it contains the project root `{r}`"),
+            })
+        } else if let Some((r, s, kind)) = sources.iter().find(|(r, ..)| r.starts_with(&at)) {
+            Some(if *r == at {
+                format!("trainc reads {kind} there")
+            } else {
+                format!("it contains {kind}: `{}`", named(s))
+            })
+        } else if d.own {
+            None
+        } else {
+            sources
+                .iter()
+                .find(|(r, ..)| at.starts_with(r))
+                .map(|(_, s, kind)| {
+                    format!(
+                        "it lies inside `{}`, where trainc reads {kind}; the next build would read the files it writes there",
+                        named(s)
+                    )
+                })
+        };
+        if let Some(why) = why {
+            let shown = crate::emit::comment_safe(&shown);
+            found.push(
+                Diagnostic::new(format!(
+                    "refusing to use `{shown}` as the {}: {why}",
+                    d.what
+                ))
+                .at(d
+                    .flag
+                    .is_none()
+                    .then(|| locate(project, cwd, d.key))
+                    .flatten())
+                .hint(hint(d)),
+            );
+        }
+    }
+    if found.is_empty()
+        && let [a, b] = dests
+        && {
+            let (x, y) = (real(a.path), real(b.path));
+            x.starts_with(&y) || y.starts_with(&x)
+        }
+    {
+        found.push(
+            Diagnostic::new("the output and build directories must not contain one another")
+                .hint("each directory is pruned on its own; pass directories side by side"),
+        );
+    }
+    if found.is_empty() { Ok(()) } else { Err(found) }
+}
+
+fn hint(d: &Dest) -> String {
+    let example = if d.key == "output" { "deploy" } else { "build" };
+    let how = match d.flag {
+        Some(flag) => format!("pass `{flag}` a directory of its own, e.g. `{flag} {example}`"),
+        None => format!(
+            "set `{}` in the project file to a directory of its own, e.g. `{}: {example}`",
+            d.key, d.key
+        ),
+    };
+    format!(
+        "{how}; trainc prunes the generated files it no longer writes below the {}, so it must hold nothing but trainc's output",
+        d.what
+    )
+}
+
+/// Where the project file sets `key`, for pointing at it.
+fn locate(project: &Project, cwd: &Path, key: &str) -> Option<Location> {
+    let (file, text) = (project.file.as_deref()?, project.text.clone()?);
+    let source = Arc::new(SourceFile {
+        name: crate::load::display_name(cwd, file),
+        text,
+    });
+    let docs = crate::load::parse(&source).ok()?;
+    docs.first()?.locate(&format!("/{key}"))
+}
+
+/// `path` with symlinks resolved as far as it exists, and cleaned
+/// lexically beyond: where it is, for telling whether one lies in another.
+pub fn real(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(r) = existing.canonicalize() {
+            let mut out = r;
+            for c in rest.iter().rev() {
+                match c {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::Normal(n) => out.push(n),
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_resolves_symlinks_and_dots_beyond_what_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("a")).unwrap();
+        std::os::unix::fs::symlink(base.join("a"), base.join("link")).unwrap();
+        assert_eq!(real(&base.join("link/x/../y")), base.join("a/y"));
+        assert_eq!(real(&base.join("link/..")), base);
+        assert_eq!(
+            real(&base.join("new/../../z")),
+            base.parent().unwrap().join("z")
+        );
+    }
+
+    /// `/`, a home directory and one that holds it are refused without
+    /// being looked at (an integration test could not try them safely).
+    #[test]
+    fn the_root_and_homes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home/me");
+        std::fs::create_dir_all(&home).unwrap();
+        let project = Project {
+            root: root.join("p"),
+            file: None,
+            sources: vec![root.join("p/jobs")],
+            output: root.join("p/deploy"),
+            build_output: root.join("p/build"),
+            library: None,
+            defaults: Default::default(),
+            text: None,
+        };
+        let refused = |path: &Path| {
+            let dests = [Dest {
+                path,
+                flag: Some("-o"),
+                key: "output",
+                what: "output directory",
+                own: false,
+            }];
+            check_with_home(&project, &root.join("p"), &[], &dests, Some(&home))
+                .err()
+                .map(|d| d[0].title())
+        };
+        let it = |p: &str, why: &str| {
+            Some(format!(
+                "refusing to use `{p}` as the output directory: {why}"
+            ))
+        };
+        assert_eq!(refused(Path::new("/")), it("/", "it is the root directory"));
+        assert_eq!(
+            refused(Path::new("/tmp/..")),
+            it("/tmp/..", "it is the root directory")
+        );
+        let shown = |p: &Path| p.display().to_string();
+        assert_eq!(
+            refused(&home),
+            it(&shown(&home), "it is your home directory")
+        );
+        assert_eq!(
+            refused(&root.join("home")),
+            it(
+                &shown(&root.join("home")),
+                &format!("it contains your home directory `{}`", home.display())
+            )
+        );
+        assert_eq!(refused(&root.join("p/deploy")), None);
+        assert_eq!(refused(&home.join("out")), None, "below the home is fine");
+    }
+}

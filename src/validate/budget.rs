@@ -1,0 +1,108 @@
+//! The output budget, across documents: every task's manifest repeats its
+//! job's settings, so a job's tasks times the size of those settings is what
+//! it makes trainc write, at the least. Checked before anything is compiled,
+//! so a definition that would make gigabytes is refused in milliseconds; the
+//! exact output is checked again after rendering ([`crate::limits`]).
+
+use serde_json::Value;
+
+use crate::diagnostic::Diagnostic;
+use crate::limits::{MAX_OUTPUT_BYTES, mib};
+use crate::load::Document;
+use crate::model::definition::TrainingJob;
+use crate::model::job::RoleKind;
+
+/// The bytes a value holds as text: strings and keys by their length, other
+/// scalars as a few bytes. Aliases count as often as they are used, as they
+/// are written out.
+fn weight(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.len() as u64,
+        Value::Array(items) => items.iter().map(weight).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() as u64 + weight(v)).sum(),
+        Value::Null => 0,
+        Value::Bool(_) | Value::Number(_) => 8,
+    }
+}
+
+/// The settings of a task of each role: the document, less what reaches no
+/// task's pod (the build inputs, which go to the Dockerfile; TensorBoard,
+/// its own Deployment; an NFS export, its PersistentVolume) and less the
+/// other roles. `(role, replicas, bytes per task)` for roles with tasks.
+fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
+    let at = |p: &str| doc.value.pointer(p).map_or(0, weight);
+    let roles: Vec<(RoleKind, u64, u64)> = RoleKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let n = u64::from(k.of(&def.spec.roles)?.replicas);
+            Some((k, n, at(&format!("/spec/roles/{}", k.as_str()))))
+        })
+        .collect();
+    let nfs: u64 = (0..def.spec.storage.len())
+        .map(|i| at(&format!("/spec/storage/{i}/nfs")))
+        .sum();
+    let common = weight(&doc.value)
+        .saturating_sub(at("/spec/build") + at("/spec/tensorboard") + nfs)
+        .saturating_sub(roles.iter().map(|(_, _, w)| w).sum());
+    roles
+        .into_iter()
+        .filter(|(_, n, _)| *n > 0)
+        .map(|(k, n, w)| (k, n, common + w))
+        .collect()
+}
+
+/// Refuses each job whose tasks times settings pass the output limit, at
+/// the replicas of the role that weighs most; then, if every job fits, all
+/// of them together.
+pub(super) fn check(valid: &[(&Document, TrainingJob)], diags: &mut Vec<Diagnostic>) {
+    let mut total = 0u64;
+    let mut over = false;
+    for (doc, def) in valid {
+        let roles = per_task(doc, def);
+        let floor: u64 = roles.iter().map(|(_, n, w)| n.saturating_mul(*w)).sum();
+        total = total.saturating_add(floor);
+        if floor <= MAX_OUTPUT_BYTES {
+            continue;
+        }
+        over = true;
+        let Some((kind, _, _)) = roles.iter().max_by_key(|(_, n, w)| n.saturating_mul(*w)) else {
+            continue;
+        };
+        let tasks: u64 = roles.iter().map(|(_, n, _)| n).sum();
+        let most = roles.iter().map(|(_, _, w)| *w).max().unwrap_or(0);
+        let pointer = format!("/spec/roles/{}/replicas", kind.as_str());
+        diags.push(
+            Diagnostic::new(format!(
+                "{tasks} tasks with up to {} KiB of settings each make at least {} of manifests, over the {} limit for a build's output",
+                most.div_ceil(1024),
+                mib(floor),
+                mib(MAX_OUTPUT_BYTES)
+            ))
+            .path(doc.dotted(&pointer))
+            .at(doc.locate(&pointer))
+            .hint("every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"),
+        );
+    }
+    if !over && total > MAX_OUTPUT_BYTES {
+        diags.push(
+            Diagnostic::new(format!(
+                "the {} jobs make at least {} of manifests together, over the {} limit for a build's output",
+                valid.len(),
+                mib(total),
+                mib(MAX_OUTPUT_BYTES)
+            ))
+            .hint("split the definitions into projects with their own output directories"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weight_counts_strings_and_keys() {
+        let v = serde_json::json!({"ab": ["cde", 1, null], "f": {"g": true}});
+        assert_eq!(weight(&v), 2 + 3 + 8 + 1 + 1 + 8);
+    }
+}
