@@ -188,6 +188,9 @@ struct Outcome {
     /// Rendered diagnostics, when it failed.
     diagnostics: Option<(usize, String)>,
     panic: Option<String>,
+    stdout: String,
+    /// Something wrong with what it printed.
+    problem: Option<String>,
 }
 
 /// How command lines are executed: in this process (fast, and a panic is
@@ -275,87 +278,150 @@ fn init() {
     });
 }
 
-/// Runs trainc in this process, as `main` does, with stdout discarded.
+/// Files standing in for stdout and stderr during in-process runs.
+fn capture_files() -> &'static Mutex<(std::fs::File, std::fs::File)> {
+    static FILES: OnceLock<Mutex<(std::fs::File, std::fs::File)>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        Mutex::new((
+            tempfile::tempfile().expect("stdout file"),
+            tempfile::tempfile().expect("stderr file"),
+        ))
+    })
+}
+
+/// What a file descriptor received, emptied for the next run.
+fn drain(f: &mut std::fs::File) -> String {
+    use std::io::{Read as _, Seek as _};
+    let mut out = Vec::new();
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    let _ = f.read_to_end(&mut out);
+    let _ = f.set_len(0);
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Where each diagnostic points must lie inside its file, on character
+/// boundaries: the renderer slices the text there.
+fn misplaced(diags: &[trainc::diagnostic::Diagnostic]) -> Option<String> {
+    let locations = diags
+        .iter()
+        .flat_map(|d| d.location.iter().chain(d.related.iter().map(|(_, l)| l)));
+    for l in locations {
+        let r = l.byte_range();
+        if l.pos.line == 0 || l.file.text.get(r.clone()).is_none() {
+            return Some(format!(
+                "{}:{}:{} (bytes {r:?} of {})",
+                l.file.name,
+                l.pos.line,
+                l.pos.column,
+                l.file.text.len()
+            ));
+        }
+    }
+    None
+}
+
+/// Runs trainc in this process, as `main` does and with what `main` would
+/// print on failure, capturing stdout and stderr.
 fn exec_in_process(dir: &Path, args: &[String]) -> Outcome {
     let _lock = EXEC.lock().unwrap_or_else(|e| e.into_inner());
     init();
     std::env::set_current_dir(dir).expect("cd into the case");
-    let cli = match Cli::try_parse_from(std::iter::once("trainc".to_owned()).chain(args.iter().cloned())) {
-        Ok(c) => c,
-        Err(e) => {
-            return Outcome {
-                code: u8::try_from(e.exit_code()).unwrap_or(255),
-                diagnostics: Some((1, e.to_string())),
-                panic: None,
-            };
-        }
-    };
+    let cli =
+        match Cli::try_parse_from(std::iter::once("trainc".to_owned()).chain(args.iter().cloned()))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return Outcome {
+                    code: u8::try_from(e.exit_code()).unwrap_or(255),
+                    diagnostics: Some((1, e.to_string())),
+                    panic: None,
+                    stdout: String::new(),
+                    problem: None,
+                };
+            }
+        };
+    let color = cli.color;
+    let mut files = capture_files().lock().unwrap_or_else(|e| e.into_inner());
+    // Held so that the test harness, printing from other threads, waits
+    // instead of writing into the capture; trainc writes from this thread
+    // (the locks are reentrant).
+    let out_lock = std::io::stdout().lock();
+    let err_lock = std::io::stderr().lock();
     let _ = std::io::stdout().flush();
-    // SAFETY: plain descriptor juggling on fd 1, restored below; nothing
-    // else writes to it meanwhile (the test harness captures `print!`).
+    use std::os::fd::AsRawFd as _;
+    let (out_fd, err_fd) = (files.0.as_raw_fd(), files.1.as_raw_fd());
+    // SAFETY: plain descriptor juggling on fds 1 and 2, restored below.
     let saved = unsafe {
-        let saved = libc::dup(1);
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        libc::dup2(null, 1);
-        libc::close(null);
+        let saved = (libc::dup(1), libc::dup(2));
+        libc::dup2(out_fd, 1);
+        libc::dup2(err_fd, 2);
         saved
     };
     *PANIC.lock().unwrap_or_else(|e| e.into_inner()) = None;
     IN_EXEC.store(true, Ordering::SeqCst);
     let result = catch_unwind(AssertUnwindSafe(|| match cli::run(cli) {
-        Ok(Status::Ok) => (0, None),
-        Ok(Status::Changes) => (1, None),
-        Ok(Status::Exit(c)) => (c, None),
+        Ok(Status::Ok) => (0, None, None),
+        Ok(Status::Changes) => (1, None, None),
+        Ok(Status::Exit(c)) => (c, None, None),
         Err(f) => {
-            // What `cli::report` prints, in both formats.
+            let problem = misplaced(&f.diagnostics);
             let text = trainc::diagnostic::render_text(&f.diagnostics, true);
-            let _ = trainc::diagnostic::render_json(&f.diagnostics);
-            (2, Some((f.diagnostics.len(), text)))
+            cli::report(&f, color);
+            (2, Some((f.diagnostics.len(), text)), problem)
         }
     }));
     IN_EXEC.store(false, Ordering::SeqCst);
     let _ = std::io::stdout().flush();
-    // SAFETY: restores the descriptor saved above.
+    // SAFETY: restores the descriptors saved above.
     unsafe {
-        libc::dup2(saved, 1);
-        libc::close(saved);
+        libc::dup2(saved.0, 1);
+        libc::dup2(saved.1, 2);
+        libc::close(saved.0);
+        libc::close(saved.1);
     }
+    drop((out_lock, err_lock));
+    let stdout = drain(&mut files.0);
+    let _stderr = drain(&mut files.1);
     let panic = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
     match result {
-        Ok((code, diagnostics)) => Outcome {
+        Ok((code, diagnostics, problem)) => Outcome {
             code,
             diagnostics,
             panic: None,
+            stdout,
+            problem,
         },
         Err(_) => Outcome {
             code: 101,
             diagnostics: None,
             panic: Some(panic.unwrap_or_else(|| "panic without a message".to_owned())),
+            stdout,
+            problem: None,
         },
     }
 }
 
 fn exec_binary(dir: &Path, args: &[String]) -> Outcome {
     init();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_trainc"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainc"))
         .current_dir(dir)
         .args(args)
         .env("TRAINC_CACHE_DIR", cache_dir())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("trainc starts");
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-    }
-    let status = child.wait().expect("trainc ends");
-    let code = status.code().map_or(255, |c| u8::try_from(c).unwrap_or(255));
+        .output()
+        .expect("trainc runs");
+    let stderr = String::from_utf8_lossy(&child.stderr).into_owned();
+    let status = child.status;
+    let code = status
+        .code()
+        .map_or(255, |c| u8::try_from(c).unwrap_or(255));
     let panicked = code == 101 || stderr.contains("panicked at");
     Outcome {
         code,
         diagnostics: (code == 2).then(|| (usize::from(!stderr.is_empty()), stderr.clone())),
         panic: panicked.then_some(stderr),
+        stdout: String::from_utf8_lossy(&child.stdout).into_owned(),
+        problem: None,
     }
 }
 
@@ -370,9 +436,12 @@ enum Kind {
 }
 
 fn kind(args: &[String]) -> Kind {
-    let sub = args
-        .iter()
-        .find(|a| matches!(a.as_str(), "build" | "diff" | "validate" | "run" | "schema" | "init"));
+    let sub = args.iter().find(|a| {
+        matches!(
+            a.as_str(),
+            "build" | "diff" | "validate" | "run" | "schema" | "init"
+        )
+    });
     match sub.map(String::as_str) {
         Some("build") if args.iter().any(|a| a == "--check") => Kind::Check,
         Some("build") => Kind::Build,
@@ -393,12 +462,12 @@ fn derive(args: &[String], to: Kind, extra: &[&str]) -> Vec<String> {
             "build" | "diff" | "validate" if !sub => {
                 sub = true;
                 out.push(
-                match to {
-                    Kind::Validate => "validate",
-                    Kind::Diff => "diff",
-                    _ => "build",
-                }
-                .to_owned(),
+                    match to {
+                        Kind::Validate => "validate",
+                        Kind::Diff => "diff",
+                        _ => "build",
+                    }
+                    .to_owned(),
                 );
             }
             "--format" => {
@@ -447,7 +516,8 @@ fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
     if let Ok(text) = std::fs::read_to_string(dir.join(&explicit)) {
         let key = (explicit.clone(), text);
         let verdict = memo.projects.entry(key).or_insert_with(|| {
-            let project = catch_unwind(|| trainc::load::project::Project::discover(dir, Some(&explicit)));
+            let project =
+                catch_unwind(|| trainc::load::project::Project::discover(dir, Some(&explicit)));
             let Ok(Ok(p)) = project else { return None };
             let paths = p
                 .sources
@@ -584,7 +654,23 @@ impl Runner {
             Mode::InProcess => exec_in_process(dir, args),
             Mode::Binary => exec_binary(dir, args),
         };
-        PT.lock().unwrap()[2] += t.elapsed().as_secs_f64(); if std::env::var_os("PROF").is_some() { eprintln!("PROF exec {:?} {} -> {} {}", t.elapsed(), args.join(" "), o.code, o.diagnostics.as_ref().map(|d| d.1.lines().next().unwrap_or("").to_owned()).unwrap_or_default()); if t.elapsed().as_millis() > 1000 { let j = serde_json::to_string(case).unwrap(); eprintln!("SLOW {} {}", self.label, &j[..j.len().min(3000)]); } }
+        PT.lock().unwrap()[2] += t.elapsed().as_secs_f64();
+        if std::env::var_os("PROF").is_some() {
+            eprintln!(
+                "PROF exec {:?} {} -> {} {}",
+                t.elapsed(),
+                args.join(" "),
+                o.code,
+                o.diagnostics
+                    .as_ref()
+                    .map(|d| d.1.lines().next().unwrap_or("").to_owned())
+                    .unwrap_or_default()
+            );
+            if t.elapsed().as_millis() > 1000 {
+                let j = serde_json::to_string(case).unwrap();
+                eprintln!("SLOW {} {}", self.label, &j[..j.len().min(3000)]);
+            }
+        }
         *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
         o
     }
@@ -642,9 +728,8 @@ impl Runner {
                 );
             }
         }
-        let memo_key = |upto: usize| {
-            serde_json::to_string(&(&case.base, &case.steps[..=upto])).expect("json")
-        };
+        let memo_key =
+            |upto: usize| serde_json::to_string(&(&case.base, &case.steps[..=upto])).expect("json");
         // The longest prefix already seen (never the last step: that is
         // the one under test).
         let mut start = 0;
@@ -725,6 +810,26 @@ impl Runner {
         if o.code == 2 && o.diagnostics.as_ref().is_none_or(|(n, _)| *n == 0) {
             return Err(failure("no diagnostic", "exit 2 without a finding"));
         }
+        if let Some(p) = o.problem {
+            return Err(failure("misplaced diagnostic", p));
+        }
+        // `--format json` prints one JSON document, findings or not (but
+        // `build --check` prints its status lines as text).
+        let json = args
+            .windows(2)
+            .any(|w| w[0] == "--format" && w[1] == "json");
+        if json
+            && (kind != Kind::Check || o.code == 2)
+            && let Err(e) = serde_json::from_str::<serde_json::Value>(&o.stdout)
+        {
+            return Err(failure(
+                "not JSON",
+                format!(
+                    "{e} in stdout: {}",
+                    o.stdout.chars().take(300).collect::<String>()
+                ),
+            ));
+        }
         let after = snapshot(dir);
         let wrote = before != after;
         if wrote && !(kind == Kind::Build && o.code == 0) {
@@ -749,11 +854,23 @@ impl Runner {
         match kind {
             Kind::Build if o.code == 0 => {
                 for (p, e) in &after {
-                    let yaml = p.extension().is_some_and(|x| x == "yaml");
-                    if let (true, Entry::File(bytes)) = (yaml, e)
-                        && before.get(p) != Some(e)
-                    {
-                        let text = String::from_utf8_lossy(bytes);
+                    let Entry::File(bytes) = e else { continue };
+                    if before.get(p) == Some(e) {
+                        continue;
+                    }
+                    let text = String::from_utf8_lossy(bytes);
+                    // Line breaks of YAML 1.1 and other readers, a BOM,
+                    // control characters: written escaped or not at all.
+                    if let Some(c) = text.chars().find(|&c| {
+                        (c.is_control() && c != '\n' && c != '\t')
+                            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{FEFF}')
+                    }) {
+                        return Err(failure(
+                            "unsafe character in output",
+                            format!("{c:?} in {}", p.display()),
+                        ));
+                    }
+                    if p.extension().is_some_and(|x| x == "yaml") {
                         if let Err(err) = serde_saphyr::from_multiple::<serde_json::Value>(&text) {
                             return Err(failure(
                                 "unparsable output",
@@ -784,7 +901,10 @@ impl Runner {
                 if code != 0 {
                     return Err(failure(
                         "check disagrees",
-                        format!("`trainc {}` exits {code} right after a build", check.join(" ")),
+                        format!(
+                            "`trainc {}` exits {code} right after a build",
+                            check.join(" ")
+                        ),
                     ));
                 }
             }

@@ -239,18 +239,36 @@ pub fn edge_yaml(rng: &mut Rng, vocab: &Vocab, indent: usize) -> String {
             let s = edge_string(rng, vocab);
             render_string(rng, &s, indent)
         }
-        8 => rng.pick(&["null", "~", "", "true", "false", "[]", "{}", "[[]]", "{a: }"]).to_string(),
+        8 => rng
+            .pick(&[
+                "null", "~", "", "true", "false", "[]", "{}", "[[]]", "{a: }",
+            ])
+            .to_string(),
         9 => format!("[{}]", rng.pick(&vocab.words)),
         10 => format!("{{{}: {}}}", rng.pick(&vocab.keys), rng.pick(&vocab.words)),
         11 => deep(rng),
         12 => {
             let tag = rng.pick(&[
-                "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!map", "!!seq",
-                "!!timestamp", "!custom", "!<tag:yaml.org,2002:str>", "!!python/object:os.system",
+                "!!str",
+                "!!int",
+                "!!float",
+                "!!bool",
+                "!!null",
+                "!!binary",
+                "!!map",
+                "!!seq",
+                "!!timestamp",
+                "!custom",
+                "!<tag:yaml.org,2002:str>",
+                "!!python/object:os.system",
             ]);
             format!("{tag} {}", rng.pick(&vocab.words))
         }
-        _ => format!("\n{pad}{}: {}\n{pad}- x", rng.pick(&vocab.keys), rng.pick(NUMBERS)),
+        _ => format!(
+            "\n{pad}{}: {}\n{pad}- x",
+            rng.pick(&vocab.keys),
+            rng.pick(NUMBERS)
+        ),
     }
 }
 
@@ -303,7 +321,10 @@ fn render_string(rng: &mut Rng, s: &str, indent: usize) -> String {
 
 /// `key: value` of a line (after indentation and any `- `), if it has one.
 pub fn key_value(line: &str) -> Option<(&str, &str)> {
-    let t = line.trim_start().trim_start_matches("- ").trim_end_matches(['\n', '\r']);
+    let t = line
+        .trim_start()
+        .trim_start_matches("- ")
+        .trim_end_matches(['\n', '\r']);
     if t.starts_with('#') {
         return None;
     }
@@ -367,7 +388,11 @@ fn mutate_lines(rng: &mut Rng, text: &str, vocab: &Vocab, others: &[&str]) -> St
         4 => {
             if let Some((_, v)) = key_value(&lines[i]) {
                 let ind = indent_of(&lines[i]);
-                let dash = if lines[i].trim_start().starts_with("- ") { "- " } else { "" };
+                let dash = if lines[i].trim_start().starts_with("- ") {
+                    "- "
+                } else {
+                    ""
+                };
                 let key = if rng.chance(70) {
                     rng.pick(&vocab.keys).clone()
                 } else {
@@ -473,7 +498,10 @@ fn mutate_yaml_features(rng: &mut Rng, text: &str, vocab: &Vocab) -> String {
         2 if !kv.is_empty() => {
             let a = *rng.pick(&kv);
             let ind = indent_of(&lines[a]);
-            lines.insert(a, format!("{}<<: {{{}: 1}}\n", " ".repeat(ind), rng.pick(&vocab.keys)));
+            lines.insert(
+                a,
+                format!("{}<<: {{{}: 1}}\n", " ".repeat(ind), rng.pick(&vocab.keys)),
+            );
         }
         // An alias bomb: mostly small ones that expand to a few thousand
         // nodes, rarely one the parser's node budget must stop (which takes
@@ -499,7 +527,9 @@ fn mutate_yaml_features(rng: &mut Rng, text: &str, vocab: &Vocab) -> String {
         // A tag on a value.
         4 if !kv.is_empty() => {
             let a = *rng.pick(&kv);
-            let tag = rng.pick(&["!!str", "!!int", "!!binary", "!!map", "!custom", "!!set", "!!omap"]);
+            let tag = rng.pick(&[
+                "!!str", "!!int", "!!binary", "!!map", "!custom", "!!set", "!!omap",
+            ]);
             if let Some((k, v)) = key_value(&lines[a]).map(|(k, v)| (k.to_owned(), v.to_owned())) {
                 let ind = indent_of(&lines[a]);
                 lines[a] = format!("{}{k}: {tag} {v}\n", " ".repeat(ind));
@@ -523,11 +553,23 @@ fn mutate_yaml_features(rng: &mut Rng, text: &str, vocab: &Vocab) -> String {
             }
         }
         6 => {
-            let head = rng.pick(&["%YAML 1.1\n---\n", "%YAML 1.2\n---\n", "%TAG ! tag:x,2000:\n---\n", "\u{FEFF}", "---\n", "--- !!map\n"]);
+            let head = rng.pick(&[
+                "%YAML 1.1\n---\n",
+                "%YAML 1.2\n---\n",
+                "%TAG ! tag:x,2000:\n---\n",
+                "\u{FEFF}",
+                "---\n",
+                "--- !!map\n",
+            ]);
             lines.insert(0, (*head).to_owned());
         }
         // Whole-file line-ending changes.
-        7 => return text.replace('\n', *rng.pick(&["\r\n", "\r", "\u{2028}", "\u{0085}", "\n\n"])),
+        7 => {
+            return text.replace(
+                '\n',
+                *rng.pick(&["\r\n", "\r", "\u{2028}", "\u{0085}", "\n\n"]),
+            );
+        }
         _ => {
             // A complex key, a key without value, a flow map.
             let what = rng.pick(&["? [a, b]\n: c\n", "? x\n", "{a: 1, a: 2}\n", "- x\n", "x\n"]);
@@ -587,7 +629,10 @@ fn edge_value(rng: &mut Rng, vocab: &Vocab) -> Value {
         10 => Value::Object(Map::new()),
         _ => {
             let mut m = Map::new();
-            m.insert(rng.pick(&vocab.keys).clone(), Value::String(rng.pick(&vocab.words).clone()));
+            m.insert(
+                rng.pick(&vocab.keys).clone(),
+                Value::String(rng.pick(&vocab.words).clone()),
+            );
             Value::Object(m)
         }
     }
@@ -642,6 +687,9 @@ fn mutate_tree(rng: &mut Rng, text: &str, vocab: &Vocab) -> Option<String> {
 /// number. These reach validation's rules, compile and emit, where the
 /// other mutations mostly stop at the parser or the schema.
 fn mutate_gentle(rng: &mut Rng, text: &str, vocab: &Vocab) -> Option<String> {
+    if rng.chance(70) {
+        return gentle_line(rng, text, vocab);
+    }
     let mut doc: Value = serde_saphyr::from_str(text).ok()?;
     let mut all = Vec::new();
     paths(&doc, &mut Vec::new(), &mut all);
@@ -661,7 +709,9 @@ fn mutate_gentle(rng: &mut Rng, text: &str, vocab: &Vocab) -> Option<String> {
     let node = get_mut(&mut doc, &path)?;
     *node = match node {
         Value::String(_) => Value::String(edge_string(rng, vocab)),
-        Value::Number(n) if n.is_f64() => Value::from(*rng.pick(&[0.0, -0.0, 1e-300, 0.5, 1e300, -1.0])),
+        Value::Number(n) if n.is_f64() => {
+            Value::from(*rng.pick(&[0.0, -0.0, 1e-300, 0.5, 1e300, -1.0]))
+        }
         Value::Number(_) => Value::from(*rng.pick(&[
             0i64,
             -1,
@@ -686,6 +736,44 @@ fn mutate_gentle(rng: &mut Rng, text: &str, vocab: &Vocab) -> Option<String> {
         _ => return None,
     };
     serde_saphyr::to_string(&doc).ok()
+}
+
+/// [`mutate_gentle`] on one `key: value` line with a plain scalar value,
+/// keeping the rest of the file as written (comments, flow style).
+fn gentle_line(rng: &mut Rng, text: &str, vocab: &Vocab) -> Option<String> {
+    let mut lines = split_lines(text);
+    let scalar =
+        |v: &str| !v.is_empty() && !v.starts_with(['[', '{', '|', '>', '&', '*', '!', '#']);
+    let candidates: Vec<usize> = (0..lines.len())
+        .filter(|&i| key_value(&lines[i]).is_some_and(|(_, v)| scalar(v)))
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let i = *rng.pick(&candidates);
+    let line = lines[i].clone();
+    let (k, v) = key_value(&line)?;
+    // A trailing comment stays a comment.
+    let v = v.split(" #").next().unwrap_or(v);
+    let number = v.parse::<f64>().is_ok() && !v.starts_with('"');
+    let new = if number {
+        (*rng.pick(NUMBERS)).to_owned()
+    } else {
+        let s = edge_string(rng, vocab);
+        if rng.chance(50) {
+            serde_json::to_string(&s).ok()?
+        } else {
+            format!("'{}'", s.replace('\'', "''").replace('\n', "\n\n"))
+        }
+    };
+    let ind = indent_of(&line);
+    let dash = if line.trim_start().starts_with("- ") {
+        "- "
+    } else {
+        ""
+    };
+    lines[i] = format!("{}{dash}{k}: {new}\n", " ".repeat(ind));
+    Some(lines.concat())
 }
 
 /// One mutation of raw bytes.
