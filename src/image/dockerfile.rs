@@ -7,6 +7,14 @@ use crate::model::Job;
 use crate::model::job::{BuildInputs, TensorBoardBuild};
 
 pub const TEMPLATE: &str = "Dockerfile.j2";
+
+/// The work one rendering may do, in minijinja's fuel (about one unit per
+/// instruction, or per 64 bytes of output and values made): a project's
+/// template is the repository's, so a loop of 10^10 iterations or a string
+/// of 10 GB must end in an error, not a hung CI job. The built-in templates
+/// use fewer than 50; this bounds a render to about 0.2 s (debug build) and
+/// 64 MB.
+pub const TEMPLATE_FUEL: u64 = 1_000_000;
 pub const TENSORBOARD_TEMPLATE: &str = "tensorboard.Dockerfile.j2";
 
 /// Where a job's Dockerfile goes in the build-spec tree.
@@ -90,6 +98,7 @@ fn render_with(
     values: impl FnOnce(&str, &str) -> minijinja::Value,
 ) -> Result<String, String> {
     let mut env = Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
     // A typo in a user's template is an error, not an empty string.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
