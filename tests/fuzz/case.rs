@@ -27,6 +27,10 @@ pub struct Case {
     /// repository: `examples/mnist`, `tests/fixtures/kitchen-sink`, …
     pub base: String,
     pub steps: Vec<Step>,
+    /// For a recorded case, the exit code of each command line in order:
+    /// what keeps it testing what it was recorded for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,14 +94,7 @@ pub enum Entry {
 
 pub type Snapshot = BTreeMap<PathBuf, Entry>;
 
-pub static PT: Mutex<[f64; 4]> = Mutex::new([0.0; 4]);
 pub fn snapshot(dir: &Path) -> Snapshot {
-    let t = Instant::now();
-    let r = snapshot_(dir);
-    PT.lock().unwrap()[0] += t.elapsed().as_secs_f64();
-    r
-}
-pub fn snapshot_(dir: &Path) -> Snapshot {
     let mut out = BTreeMap::new();
     for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
         let Ok(e) = e else { continue };
@@ -215,6 +212,8 @@ struct Current {
     started: Instant,
 }
 static CURRENT: Mutex<Option<Current>> = Mutex::new(None);
+/// The process's stderr as it was before any run redirected it.
+static REAL_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(2);
 
 pub fn timeout() -> Duration {
     Duration::from_secs(
@@ -223,6 +222,13 @@ pub fn timeout() -> Duration {
             .and_then(|v| v.parse().ok())
             .unwrap_or(60),
     )
+}
+
+/// `TRAINC_FUZZ_VERBOSE=1`: every command line, its time, exit code and
+/// first finding, on stderr.
+fn verbose() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| std::env::var_os("TRAINC_FUZZ_VERBOSE").is_some_and(|v| v == "1"))
 }
 
 pub fn failures_dir() -> PathBuf {
@@ -252,6 +258,8 @@ fn init() {
         // SAFETY: set before the first in-process run, under `EXEC`; trainc
         // reads it with `std::env`, which takes the same lock as this.
         unsafe { std::env::set_var("TRAINC_CACHE_DIR", cache_dir()) };
+        // SAFETY: duplicates a descriptor; before any redirection.
+        REAL_STDERR.store(unsafe { libc::dup(2) }, Ordering::SeqCst);
         let limit = timeout();
         std::thread::spawn(move || {
             loop {
@@ -263,15 +271,30 @@ fn init() {
                     let _ = std::fs::create_dir_all(failures_dir());
                     let file = failures_dir().join("hang.json");
                     let _ = std::fs::write(&file, &c.case);
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "\nfuzz: {} did not finish within {}s (hang); the case is in {}\n{}",
+                    let msg = format!(
+                        "\nfuzz: {} did not finish within {}s (hang); the case is in {}\n{}\n",
                         c.label,
                         limit.as_secs(),
                         file.display(),
                         c.case
                     );
-                    std::process::exit(101);
+                    // The hung run holds the locks of stdout and stderr and
+                    // has them redirected: write to the terminal's stderr
+                    // directly, and leave without running exit handlers,
+                    // which would wait for those locks.
+                    let fd = REAL_STDERR.load(Ordering::SeqCst);
+                    let mut rest = msg.as_bytes();
+                    while !rest.is_empty() {
+                        // SAFETY: writes a live buffer to a descriptor we own.
+                        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+                        let Ok(n) = usize::try_from(n) else { break };
+                        if n == 0 {
+                            break;
+                        }
+                        rest = &rest[n..];
+                    }
+                    // SAFETY: ends the process at once, as intended.
+                    unsafe { libc::_exit(101) };
                 }
             }
         });
@@ -536,13 +559,17 @@ fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
         }
     }
     for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
-        if !e.file_type().is_file() {
+        let yaml = e
+            .path()
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case("yaml") || x.eq_ignore_ascii_case("yml"));
+        if !yaml || !e.file_type().is_file() {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(e.path()) else {
             continue;
         };
-        if !text.contains("context") {
+        if !text.contains("context") || trainc::emit::is_generated(text.as_bytes()) {
             continue;
         }
         let contexts = memo.contexts.entry(text).or_insert_with_key(|text| {
@@ -550,7 +577,8 @@ fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
                 name: "x".into(),
                 text: text.clone(),
             });
-            let Ok(Ok(docs)) = catch_unwind(|| trainc::load::parse(&file)) else {
+            let parsed = catch_unwind(|| trainc::load::parse(&file).ok());
+            let Ok(Some(docs)) = parsed else {
                 return Vec::new();
             };
             docs.iter()
@@ -654,22 +682,17 @@ impl Runner {
             Mode::InProcess => exec_in_process(dir, args),
             Mode::Binary => exec_binary(dir, args),
         };
-        PT.lock().unwrap()[2] += t.elapsed().as_secs_f64();
-        if std::env::var_os("PROF").is_some() {
+        if verbose() {
             eprintln!(
-                "PROF exec {:?} {} -> {} {}",
-                t.elapsed(),
-                args.join(" "),
+                "fuzz: {:>5} ms  exit {}  trainc {}  {}",
+                t.elapsed().as_millis(),
                 o.code,
+                args.join(" "),
                 o.diagnostics
                     .as_ref()
                     .map(|d| d.1.lines().next().unwrap_or("").to_owned())
                     .unwrap_or_default()
             );
-            if t.elapsed().as_millis() > 1000 {
-                let j = serde_json::to_string(case).unwrap();
-                eprintln!("SLOW {} {}", self.label, &j[..j.len().min(3000)]);
-            }
         }
         *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
         o
@@ -748,22 +771,23 @@ impl Runner {
             write_files(dir, &files);
         }
         let mut last_outcome = String::new();
+        let mut codes = Vec::new();
         for (k, step) in case.steps.iter().enumerate().skip(start) {
             let Step::Run { args } = step else {
                 apply(dir, step);
                 continue;
             };
-            let t = Instant::now();
             if self.sandbox.contexts.len() + self.sandbox.projects.len() > 4096 {
                 self.sandbox = Sandbox::default();
             }
-            let e = escapes(dir, args, &mut self.sandbox);
-            PT.lock().unwrap()[1] += t.elapsed().as_secs_f64();
-            if let Some(why) = e {
+            if let Some(why) = escapes(dir, args, &mut self.sandbox) {
                 return Verdict::Skipped(why);
             }
             match self.check(dir, args, case, true) {
-                Ok(code) => last_outcome = format!("{:?} {code}", kind(args)),
+                Ok(code) => {
+                    last_outcome = format!("{:?} {code}", kind(args));
+                    codes.push(code);
+                }
                 Err(f) => {
                     return Verdict::Fail(failure(
                         f.kind,
@@ -777,6 +801,15 @@ impl Runner {
                 }
                 self.memo.insert(memo_key(k), snapshot(dir));
             }
+        }
+        if let Some(expect) = &case.expect
+            && start == 0
+            && *expect != codes
+        {
+            return Verdict::Fail(failure(
+                "unexpected exit codes",
+                format!("expected {expect:?}, got {codes:?}"),
+            ));
         }
         Verdict::Pass(last_outcome)
     }
@@ -858,6 +891,11 @@ impl Runner {
                     if before.get(p) == Some(e) {
                         continue;
                     }
+                    // Dockerfiles render the project's own templates as
+                    // written; the manifests are all trainc's.
+                    if p.extension().is_none_or(|x| x != "yaml") {
+                        continue;
+                    }
                     let text = String::from_utf8_lossy(bytes);
                     // Line breaks of YAML 1.1 and other readers, a BOM,
                     // control characters: written escaped or not at all.
@@ -870,28 +908,30 @@ impl Runner {
                             format!("{c:?} in {}", p.display()),
                         ));
                     }
-                    if p.extension().is_some_and(|x| x == "yaml") {
-                        if let Err(err) = serde_saphyr::from_multiple::<serde_json::Value>(&text) {
-                            return Err(failure(
-                                "unparsable output",
-                                format!("{}: {err}", p.display()),
-                            ));
-                        }
+                    // As costly as the build: in thorough runs only.
+                    if !self.thorough {
+                        continue;
                     }
-                }
-                for again in [derive(args, Kind::Build, &["--no-cache"])] {
-                    let code = self.check(dir, &again, case, false)?;
-                    let now = snapshot(dir);
-                    if code != 0 || now != after {
+                    if let Err(err) = serde_saphyr::from_multiple::<serde_json::Value>(&text) {
                         return Err(failure(
-                            "not a fixed point",
-                            format!(
-                                "`trainc {}` then exits {code} and changes {}",
-                                again.join(" "),
-                                changes(&after, &now)
-                            ),
+                            "unparsable output",
+                            format!("{}: {err}", p.display()),
                         ));
                     }
+                }
+                // Compiled again, not answered by the cache: the same bytes.
+                let again = derive(args, Kind::Build, &["--no-cache"]);
+                let code = self.check(dir, &again, case, false)?;
+                let now = snapshot(dir);
+                if code != 0 || now != after {
+                    return Err(failure(
+                        "not a fixed point",
+                        format!(
+                            "`trainc {}` then exits {code} and changes {}",
+                            again.join(" "),
+                            changes(&after, &now)
+                        ),
+                    ));
                 }
                 if !self.thorough {
                     return Ok(o.code);

@@ -565,10 +565,8 @@ fn mutate_yaml_features(rng: &mut Rng, text: &str, vocab: &Vocab) -> String {
         }
         // Whole-file line-ending changes.
         7 => {
-            return text.replace(
-                '\n',
-                *rng.pick(&["\r\n", "\r", "\u{2028}", "\u{0085}", "\n\n"]),
-            );
+            let eol: &&str = rng.pick(&["\r\n", "\r", "\u{2028}", "\u{0085}", "\n\n"]);
+            return text.replace('\n', eol);
         }
         _ => {
             // A complex key, a key without value, a flow map.
@@ -880,4 +878,81 @@ pub fn mutate(
         };
     }
     bytes
+}
+
+/// Jinja that has hung, exhausted or crashed template engines: loops and
+/// strings past any sane size, unbounded recursion, undefined names, broken
+/// delimiters, arithmetic errors.
+const JINJA: &[&str] = &[
+    "{{ nothing }}",
+    "{{ header }}",
+    "{{ base_image }}",
+    "{{ bake_file }}",
+    "{{ entrypoint }}",
+    "{{ requirements }}",
+    "{{ workdir }}",
+    "{{ python }}",
+    "{{ package }}",
+    "{% include \"Dockerfile.j2\" %}",
+    "{% extends \"Dockerfile.j2\" %}",
+    "{% raw %}",
+    "{{",
+    "}}",
+    "{%",
+    "{# ",
+    "{{ 1 / 0 }}",
+    "{{ 9223372036854775807 + 1 }}",
+    "{{ 99999999999999999999999 * 99999999999 }}",
+    "{{ header|upper }}",
+    "{{ base_image ~ \"\\\\\" }}",
+    "{{ \"\\u2028\" }}",
+    "\\\n",
+    "\u{2028}",
+];
+
+/// Jinja that asks for unbounded time or memory.
+const JINJA_HEAVY: &[&str] = &[
+    "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+    "{% for i in range(100000) %}{{ header }}{% endfor %}",
+    "{{ \"x\" * 1000000000 }}",
+    "{{ (\"x\" * 100000) * 100000 }}",
+    "{% macro m(n) %}{{ m(n) }}{% endmacro %}{{ m(1) }}",
+    "{{ range(100000)|map(\"string\")|join(\"x\" * 100000) }}",
+];
+
+/// `count` stacked mutations of a template of the library.
+pub fn mutate_template(rng: &mut Rng, text: &str, vocab: &Vocab, count: usize) -> Vec<u8> {
+    let mut t = text.to_owned();
+    for _ in 0..count {
+        t = match rng.below(10) {
+            0..=5 => {
+                // Mostly at the start of a line, where it is a statement of
+                // its own; else anywhere.
+                let at = if rng.chance(70) {
+                    let starts: Vec<usize> = std::iter::once(0)
+                        .chain(t.match_indices('\n').map(|(i, _)| i + 1))
+                        .collect();
+                    *rng.pick(&starts)
+                } else {
+                    (0..=t.len())
+                        .filter(|&i| t.is_char_boundary(i))
+                        .nth(rng.below(t.chars().count() + 1))
+                        .unwrap_or(t.len())
+                };
+                let what = if rng.chance(30) {
+                    rng.pick(JINJA_HEAVY)
+                } else {
+                    rng.pick(JINJA)
+                };
+                format!("{}{what}{}", &t[..at], &t[at..])
+            }
+            6..=8 => mutate_lines(rng, &t, vocab, &[]),
+            _ => {
+                let mut b = t.into_bytes();
+                mutate_bytes(rng, &mut b);
+                return b;
+            }
+        };
+    }
+    t.into_bytes()
 }
