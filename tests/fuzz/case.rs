@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -199,8 +199,8 @@ pub enum Mode {
     Binary,
 }
 
-/// In-process runs change the working directory and file descriptor 1, which
-/// are the process's: one at a time, whichever test asks.
+/// In-process runs change the working directory and file descriptors 1 and
+/// 2, which are the process's: one at a time, whichever test asks.
 static EXEC: Mutex<()> = Mutex::new(());
 static IN_EXEC: AtomicBool = AtomicBool::new(false);
 static PANIC: Mutex<Option<String>> = Mutex::new(None);
@@ -213,7 +213,9 @@ struct Current {
 }
 static CURRENT: Mutex<Option<Current>> = Mutex::new(None);
 /// The process's stderr as it was before any run redirected it.
-static REAL_STDERR: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(2);
+static REAL_STDERR: AtomicI32 = AtomicI32::new(2);
+/// The trainc process running now, in [`Mode::Binary`]; 0 when none.
+static CHILD: AtomicI32 = AtomicI32::new(0);
 
 pub fn timeout() -> Duration {
     Duration::from_secs(
@@ -293,8 +295,15 @@ fn init() {
                         }
                         rest = &rest[n..];
                     }
-                    // SAFETY: ends the process at once, as intended.
-                    unsafe { libc::_exit(101) };
+                    let child = CHILD.load(Ordering::SeqCst);
+                    // SAFETY: kills the hung trainc process we started, if
+                    // any, and ends this one at once, as intended.
+                    unsafe {
+                        if child > 0 {
+                            libc::kill(child, libc::SIGKILL);
+                        }
+                        libc::_exit(101)
+                    };
                 }
             }
         });
@@ -405,7 +414,7 @@ fn exec_in_process(dir: &Path, args: &[String]) -> Outcome {
     }
     drop((out_lock, err_lock));
     let stdout = drain(&mut files.0);
-    let _stderr = drain(&mut files.1);
+    drain(&mut files.1);
     let panic = PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
     match result {
         Ok((code, diagnostics, problem)) => Outcome {
@@ -427,12 +436,17 @@ fn exec_in_process(dir: &Path, args: &[String]) -> Outcome {
 
 fn exec_binary(dir: &Path, args: &[String]) -> Outcome {
     init();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainc"))
+    let running = std::process::Command::new(env!("CARGO_BIN_EXE_trainc"))
         .current_dir(dir)
         .args(args)
         .env("TRAINC_CACHE_DIR", cache_dir())
-        .output()
-        .expect("trainc runs");
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("trainc starts");
+    CHILD.store(i32::try_from(running.id()).unwrap_or(0), Ordering::SeqCst);
+    let child = running.wait_with_output().expect("trainc ends");
+    CHILD.store(0, Ordering::SeqCst);
     let stderr = String::from_utf8_lossy(&child.stderr).into_owned();
     let status = child.status;
     let code = status
