@@ -494,6 +494,7 @@ recorded! {
     template_loop_runs_out_of_fuel,
     template_string_of_10_gb_runs_out_of_fuel,
     template_join_of_10_gb_runs_out_of_fuel,
+    template_header_line_longer_than_the_sniff,
 }
 
 #[test]
