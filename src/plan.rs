@@ -259,9 +259,9 @@ pub enum Found {
     TooLarge(Vec<u8>),
 }
 
-/// Opens the file at `path` for reading, never through a symlink in its
-/// last component, and without blocking on a FIFO put there meanwhile.
-fn open_file(path: &Path) -> io::Result<(fs::File, u64)> {
+/// Opens `path` for reading, never through a symlink in its last
+/// component, nor blocking on a FIFO put there meanwhile.
+pub(crate) fn open_nofollow(path: &Path) -> io::Result<(fs::File, fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
     let file = fs::File::options()
@@ -269,6 +269,12 @@ fn open_file(path: &Path) -> io::Result<(fs::File, u64)> {
         .custom_flags(flags.bits() as i32)
         .open(path)?;
     let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+/// Opens the regular file at `path` as [`open_nofollow`] does.
+fn open_file(path: &Path) -> io::Result<(fs::File, u64)> {
+    let (file, meta) = open_nofollow(path)?;
     if !meta.is_file() {
         return Err(io::Error::other("not a regular file"));
     }

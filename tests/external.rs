@@ -18,7 +18,7 @@ mod crd;
 
 use std::path::{Path, PathBuf};
 
-use common::{CRD_BUILDS, tool};
+use common::tool;
 use std::process::Command;
 
 fn manifests(tree: &Path) -> Vec<PathBuf> {
@@ -30,29 +30,12 @@ fn manifests(tree: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every build checked here: the examples and the fixture for their own
-/// targets, then for the custom-resource targets. Label, directory (kept
-/// alive), output directory.
-fn builds() -> Vec<(String, tempfile::TempDir, PathBuf)> {
-    let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
-        let (dir, _) = common::build_example(example);
-        let deploy = dir.path().join("deploy");
-        out.push((example.to_owned(), dir, deploy));
-    }
-    for &(example, variant) in CRD_BUILDS {
-        let (dir, deploy) = common::build_variant(example, variant);
-        out.push((format!("{example} {variant:?}"), dir, deploy));
-    }
-    out
-}
-
 #[test]
 fn kubectl_kustomize_renders_every_manifest() {
     let Some(kubectl) = tool("TRAINC_KUBECTL", "kubectl") else {
         return;
     };
-    for (example, _dir, deploy) in builds() {
+    for (example, _dir, deploy) in common::every_build() {
         let o = Command::new(&kubectl)
             .arg("kustomize")
             .arg(&deploy)
@@ -75,7 +58,7 @@ fn kubernetes_validate_accepts_every_manifest() {
         return;
     };
     let custom_groups = crd::groups(&crd::crd_dir());
-    for (example, _dir, deploy) in builds() {
+    for (example, _dir, deploy) in common::every_build() {
         // Custom resources are tests/crd.rs's: kubernetes-validate has no
         // schema for them and would only warn.
         let files: Vec<PathBuf> = manifests(&deploy)

@@ -9,10 +9,10 @@ mod common;
 mod pss;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{CRD_BUILDS, run, stderr, tool};
+use common::{run, stderr, tool};
 use serde_json::Value;
 
 fn documents(deploy: &Path) -> Vec<(String, Value)> {
@@ -25,25 +25,9 @@ fn documents(deploy: &Path) -> Vec<(String, Value)> {
     out
 }
 
-/// Every build of the examples and the fixture: their own targets, then
-/// the custom-resource targets.
-fn builds() -> Vec<(String, tempfile::TempDir, PathBuf)> {
-    let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
-        let (dir, _) = common::build_example(example);
-        let deploy = dir.path().join("deploy");
-        out.push((example.to_owned(), dir, deploy));
-    }
-    for &(example, variant) in CRD_BUILDS {
-        let (dir, deploy) = common::build_variant(example, variant);
-        out.push((format!("{example} {variant:?}"), dir, deploy));
-    }
-    out
-}
-
 #[test]
 fn every_pod_template_of_every_target_is_restricted() {
-    for (label, _dir, deploy) in builds() {
+    for (label, _dir, deploy) in common::every_build() {
         let mut templates = 0;
         for (path, doc) in documents(&deploy) {
             for (at, metadata, spec) in pss::pod_templates(&doc) {
@@ -66,7 +50,7 @@ fn every_pod_template_of_every_target_is_restricted() {
 
 #[test]
 fn every_run_and_tensorboard_gets_a_network_policy_that_selects_its_pods() {
-    for (label, _dir, deploy) in builds() {
+    for (label, _dir, deploy) in common::every_build() {
         let docs = documents(&deploy);
         let policies: Vec<&Value> = docs
             .iter()

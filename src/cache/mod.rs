@@ -238,7 +238,7 @@ impl Cache {
             return Err(none.into());
         }
         private_dir(&builds)?;
-        let (file, meta) = open_nofollow(&self.file).map_err(|_| none)?;
+        let (file, meta) = crate::plan::open_nofollow(&self.file).map_err(|_| none)?;
         if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
             return Err(format!(
                 "the record {} is not a file of this user's",
@@ -286,26 +286,13 @@ const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Marks a record as used (its mtime), at most once a day.
 fn keep_alive(file: &Path) {
     let now = SystemTime::now();
-    if let Ok((f, m)) = open_nofollow(file)
+    if let Ok((f, m)) = crate::plan::open_nofollow(file)
         && m.is_file()
         && m.modified()
             .is_ok_and(|t| t + Duration::from_secs(24 * 3600) < now)
     {
         let _ = f.set_modified(now);
     }
-}
-
-/// Opens `path` for reading and writing its times, never through a symlink
-/// in its last component, nor blocking on a FIFO.
-fn open_nofollow(path: &Path) -> std::io::Result<(fs::File, fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let file = fs::File::options()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)?;
-    let meta = file.metadata()?;
-    Ok((file, meta))
 }
 
 /// Whether the records directory is one whose records this user can trust,

@@ -225,3 +225,21 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
     );
     (dir, output)
 }
+
+/// Every build the external checks judge: the examples and the fixture for
+/// their own targets, then for the custom-resource targets. Label,
+/// directory (kept alive), output directory.
+#[allow(dead_code)]
+pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
+    let mut out = Vec::new();
+    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
+        let (dir, _) = build_example(example);
+        let deploy = dir.path().join("deploy");
+        out.push((example.to_owned(), dir, deploy));
+    }
+    for &(example, variant) in CRD_BUILDS {
+        let (dir, deploy) = build_variant(example, variant);
+        out.push((format!("{example} {variant:?}"), dir, deploy));
+    }
+    out
+}
