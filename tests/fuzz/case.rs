@@ -214,6 +214,9 @@ struct Current {
 static CURRENT: Mutex<Option<Current>> = Mutex::new(None);
 /// The process's stderr as it was before any run redirected it.
 static REAL_STDERR: AtomicI32 = AtomicI32::new(2);
+/// The scratch directories of live runners, which the watchdog removes: the
+/// process ends without running destructors.
+static ROOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// The trainc process running now, in [`Mode::Binary`]; 0 when none.
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
@@ -294,6 +297,9 @@ fn init() {
                             break;
                         }
                         rest = &rest[n..];
+                    }
+                    for root in ROOTS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                        let _ = std::fs::remove_dir_all(root);
                     }
                     let child = CHILD.load(Ordering::SeqCst);
                     // SAFETY: kills the hung trainc process we started, if
@@ -662,7 +668,7 @@ pub struct Runner {
 
 impl Runner {
     pub fn new(mode: Mode, label: &str) -> Self {
-        Runner {
+        let runner = Runner {
             // On tmpfs when there is one: a build ends with `syncfs`,
             // which on a disk costs more than the rest of a case.
             root: tempfile::Builder::new()
@@ -680,7 +686,12 @@ impl Runner {
             next: 0,
             mode,
             label: label.to_owned(),
-        }
+        };
+        ROOTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(runner.root.path().to_path_buf());
+        runner
     }
 }
 
