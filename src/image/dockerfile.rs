@@ -7,6 +7,15 @@ use crate::model::Job;
 use crate::model::job::{BuildInputs, TensorBoardBuild};
 
 pub const TEMPLATE: &str = "Dockerfile.j2";
+
+/// The work one rendering may do, in minijinja's fuel (about one unit per
+/// instruction, or per 64 bytes of output and values made): a project's
+/// template is the repository's, so a loop of 10^10 iterations or a string
+/// of 10 GB must end in an error, not a hung CI job. The built-in templates
+/// use fewer than 50; this bounds a render to about 0.05 s (debug build) and
+/// 16 MB, under the largest file a build reads back as its own.
+pub const TEMPLATE_FUEL: u64 = 250_000;
+const _: () = assert!(TEMPLATE_FUEL * 64 < crate::plan::MAX_FILE);
 pub const TENSORBOARD_TEMPLATE: &str = "tensorboard.Dockerfile.j2";
 
 /// Where a job's Dockerfile goes in the build-spec tree.
@@ -90,6 +99,7 @@ fn render_with(
     values: impl FnOnce(&str, &str) -> minijinja::Value,
 ) -> Result<String, String> {
     let mut env = Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
     // A typo in a user's template is an error, not an empty string.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
@@ -111,12 +121,14 @@ fn render_with(
         .and_then(|t| t.render(values(header.trim_end(), bake)))
         .map_err(|e| format!("template {name}: {e}"))
         .and_then(|text| {
-            // The header is how pruning knows the file is trainc's.
-            if for_hash || emit::is_generated(text.as_bytes()) {
+            // The header is how pruning knows the file is trainc's: on a
+            // line of its own, or the next build, which reads only a file's
+            // first bytes, finds no header and refuses to overwrite it.
+            if for_hash || text.starts_with(&header) {
                 Ok(text)
             } else {
                 Err(format!(
-                    "template {name} must start with `{{{{ header }}}}`, the generated-file header"
+                    "template {name} must start with `{{{{ header }}}}` on a line of its own, the generated-file header"
                 ))
             }
         })
