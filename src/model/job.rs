@@ -510,14 +510,24 @@ fn tensorboard_repository(spec: &def::Spec, tb: &def::TensorBoard) -> String {
     format!("{}-tensorboard", image.map(image_name).unwrap_or_default())
 }
 
+/// An image reference split as the distribution reference grammar does:
+/// `(name, tag, digest)`. The tag follows the last `:` after the last `/`,
+/// so a registry's port is not taken for one.
+pub fn split_reference(image: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, digest) = match image.split_once('@') {
+        Some((r, d)) => (r, Some(d)),
+        None => (image, None),
+    };
+    let slash = rest.rfind('/').map_or(0, |i| i + 1);
+    match rest[slash..].rfind(':') {
+        Some(i) => (&rest[..slash + i], Some(&rest[slash + i + 1..]), digest),
+        None => (rest, None, digest),
+    }
+}
+
 /// An image reference without its tag and digest.
 pub fn image_name(image: &str) -> &str {
-    let rest = image.split_once('@').map_or(image, |(r, _)| r);
-    let last = rest.rfind('/').map_or(0, |i| i + 1);
-    match rest[last..].rfind(':') {
-        Some(i) => &rest[..last + i],
-        None => rest,
-    }
+    split_reference(image).0
 }
 
 /// `HP_` plus the name upper-cased, with anything but letters and digits as `_`.

@@ -1,14 +1,15 @@
 //! Rules about where a job's image comes from: `image`, or `build` inputs
 //! that exist on disk, and a framework version the preset knows; and the
 //! grammar of everything that is written into a Dockerfile or names an
-//! image.
+//! image, with a warning for references that can change under the same
+//! name.
 
 use std::path::{Component, Path};
 
 use super::Context;
 use super::rules::Ctx;
 use crate::model::definition::TrainingJob;
-use crate::model::job::RoleKind;
+use crate::model::job::{RoleKind, image_name, split_reference};
 
 pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
     let spec = &def.spec;
@@ -116,7 +117,8 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
 /// would continue the line into the next instruction, and the others in
 /// pod templates, where the kubelet would fail to pull them only at run
 /// time.
-fn references(cx: &mut Ctx, def: &TrainingJob) {
+/// Every image reference a definition writes, with its JSON pointer.
+fn image_fields(def: &TrainingJob) -> Vec<(String, &str)> {
     let spec = &def.spec;
     let mut refs: Vec<(String, &str)> = Vec::new();
     refs.extend(spec.image.as_deref().map(|i| ("/spec/image".to_owned(), i)));
@@ -131,9 +133,33 @@ fn references(cx: &mut Ctx, def: &TrainingJob) {
     if let Some(i) = spec.build.as_ref().and_then(|b| b.base_image.as_deref()) {
         refs.push(("/spec/build/baseImage".to_owned(), i));
     }
-    for (at, r) in refs {
+    refs
+}
+
+/// Why a valid reference can name different images over time, if it can.
+pub fn mutable(image: &str) -> Option<&'static str> {
+    match split_reference(image) {
+        (_, _, Some(_)) => None,
+        (_, None, None) => Some("has no tag, so it means `latest`"),
+        (_, Some("latest"), None) => Some("is tagged `latest`"),
+        _ => None,
+    }
+}
+
+fn references(cx: &mut Ctx, def: &TrainingJob) {
+    let spec = &def.spec;
+    for (at, r) in image_fields(def) {
         if let Some(why) = reference_error(r) {
             cx.error(&at, why, REFERENCE_HINT);
+        } else if let Some(why) = mutable(r) {
+            // `ubuntu` or `:latest` today is another image tomorrow: the run
+            // would change without its definition changing.
+            let name = image_name(r);
+            cx.warning(
+                &at,
+                format!("image `{r}` {why}: it can point at another image at any time"),
+                format!("pin a tag (`{name}:1.2.3`) or a digest (`{name}@sha256:…`)"),
+            );
         }
     }
     if let Some(b) = &spec.build
@@ -187,22 +213,12 @@ pub fn reference_error(s: &str) -> Option<String> {
             printable(s)
         ))
     };
-    let (rest, digest) = match s.split_once('@') {
-        Some((r, d)) => (r, Some(d)),
-        None => (s, None),
-    };
+    let (name, tag, digest) = split_reference(s);
     if let Some(d) = digest
         && !digest_ok(d)
     {
         return bad("the digest must be `algorithm:hex`, e.g. `sha256:` and 64 hex digits");
     }
-    // A tag follows the last `:` after the last `/`; a `:` before it is a
-    // registry's port.
-    let slash = rest.rfind('/').map_or(0, |i| i + 1);
-    let (name, tag) = match rest[slash..].rfind(':') {
-        Some(i) => (&rest[..slash + i], Some(&rest[slash + i + 1..])),
-        None => (rest, None),
-    };
     if let Some(t) = tag
         && !tag_ok(t)
     {
@@ -388,6 +404,29 @@ pub fn dockerfile_path_error(p: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn references_split_as_the_grammar_says() {
+        assert_eq!(split_reference("ubuntu"), ("ubuntu", None, None));
+        assert_eq!(
+            split_reference("registry:5000/ml/x"),
+            ("registry:5000/ml/x", None, None)
+        );
+        assert_eq!(
+            split_reference("registry:5000/ml/x:1.0@sha256:ab"),
+            ("registry:5000/ml/x", Some("1.0"), Some("sha256:ab"))
+        );
+    }
+
+    #[test]
+    fn only_untagged_and_latest_are_mutable() {
+        assert!(mutable("ubuntu").is_some());
+        assert!(mutable("ubuntu:latest").is_some());
+        assert!(mutable("registry:5000/ubuntu").is_some());
+        assert!(mutable("ubuntu:24.04").is_none());
+        assert!(mutable("ubuntu@sha256:0123").is_none());
+        assert!(mutable("ubuntu:latest@sha256:0123").is_none());
+    }
 
     #[test]
     fn image_references() {

@@ -1,19 +1,17 @@
 //! Stage 2: rules about what a job exposes and trusts: its pods' security
-//! settings and the Pod Security profile they meet, TensorBoard's exposure
-//! and image, NetworkPolicy egress, and image references that can change
-//! under the same name.
+//! settings and the Pod Security profile they meet, TensorBoard's exposure,
+//! and NetworkPolicy egress. Image references are `image`'s.
 
 use super::rules::Ctx;
 use crate::compile::security::{self, Profile};
 use crate::model::definition::TrainingJob;
-use crate::model::job::{RoleKind, Security, image_name};
+use crate::model::job::Security;
 use crate::quantity;
 
 pub(super) fn check(cx: &mut Ctx, def: &TrainingJob) {
     settings(cx, def);
     tensorboard(cx, def);
     egress(cx, def);
-    mutable_images(cx, def);
 }
 
 /// Combinations the API server or the kubelet refuses, then the profile
@@ -145,87 +143,5 @@ fn egress(cx: &mut Ctx, def: &TrainingJob) {
                 "add `cidr: 0.0.0.0/0` to allow every address but these",
             );
         }
-    }
-}
-
-/// An image reference split as the distribution reference grammar does:
-/// `(name, tag, digest)`. The tag is after the last `:` of the last path
-/// component, so a registry port is not mistaken for one.
-fn split_reference(image: &str) -> (&str, Option<&str>, Option<&str>) {
-    let (rest, digest) = match image.split_once('@') {
-        Some((r, d)) => (r, Some(d)),
-        None => (image, None),
-    };
-    let name = image_name(rest);
-    (name, rest.get(name.len() + 1..), digest)
-}
-
-/// Why a reference can name different images over time, if it can.
-pub fn mutable(image: &str) -> Option<&'static str> {
-    match split_reference(image) {
-        (_, _, Some(_)) => None,
-        (_, None, None) => Some("has no tag, so it means `latest`"),
-        (_, Some("latest"), None) => Some("is tagged `latest`"),
-        _ => None,
-    }
-}
-
-/// `ubuntu` or `:latest` today is another image tomorrow: the run would
-/// change without its definition changing, and a registry can be made to
-/// serve anything under it.
-fn mutable_images(cx: &mut Ctx, def: &TrainingJob) {
-    let spec = &def.spec;
-    let mut refs: Vec<(String, &str)> = Vec::new();
-    if let Some(i) = &spec.image {
-        refs.push(("/spec/image".to_owned(), i));
-    }
-    if let Some(i) = spec.build.as_ref().and_then(|b| b.base_image.as_deref()) {
-        refs.push(("/spec/build/baseImage".to_owned(), i));
-    }
-    for kind in RoleKind::ALL {
-        if let Some(i) = kind.of(&spec.roles).and_then(|r| r.image.as_deref()) {
-            refs.push((format!("/spec/roles/{}/image", kind.as_str()), i));
-        }
-    }
-    if let Some(i) = spec.tensorboard.as_ref().and_then(|t| t.image.as_deref()) {
-        refs.push(("/spec/tensorboard/image".to_owned(), i));
-    }
-    for (pointer, image) in refs {
-        if let Some(why) = mutable(image) {
-            let (name, _, _) = split_reference(image);
-            cx.warning(
-                &pointer,
-                format!("image `{image}` {why}: it can point at another image at any time"),
-                format!("pin a tag (`{name}:1.2.3`) or a digest (`{name}@sha256:…`)"),
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn references_split_as_the_grammar_says() {
-        assert_eq!(split_reference("ubuntu"), ("ubuntu", None, None));
-        assert_eq!(
-            split_reference("registry:5000/ml/x"),
-            ("registry:5000/ml/x", None, None)
-        );
-        assert_eq!(
-            split_reference("registry:5000/ml/x:1.0@sha256:ab"),
-            ("registry:5000/ml/x", Some("1.0"), Some("sha256:ab"))
-        );
-    }
-
-    #[test]
-    fn only_untagged_and_latest_are_mutable() {
-        assert!(mutable("ubuntu").is_some());
-        assert!(mutable("ubuntu:latest").is_some());
-        assert!(mutable("registry:5000/ubuntu").is_some());
-        assert!(mutable("ubuntu:24.04").is_none());
-        assert!(mutable("ubuntu@sha256:0123").is_none());
-        assert!(mutable("ubuntu:latest@sha256:0123").is_none());
     }
 }
