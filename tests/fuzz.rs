@@ -26,7 +26,7 @@ use mutate::Vocab;
 use rng::Rng;
 
 /// Cases in the bounded run of the test suite.
-const CASES: u64 = 1200;
+const CASES: u64 = 3000;
 /// Its seed: fixed, so that the suite is reproducible.
 const SEED: u64 = 0x7472_6169_6e63;
 /// One case in this many also runs the cross-checks between commands (see
