@@ -85,9 +85,11 @@ fn every_generated_custom_resource_matches_its_crd() {
         // The build produced the target's own kind.
         let expected = match variant {
             Variant::Project(_) => "JobSet",
-            Variant::Target("jobset") => "JobSet",
-            Variant::Target("tfjob") => "TFJob",
-            Variant::Target(other) => panic!("no custom kind for target {other}"),
+            Variant::Target("jobset") | Variant::ProjectFor(_, "jobset") => "JobSet",
+            Variant::Target("tfjob") | Variant::ProjectFor(_, "tfjob") => "TFJob",
+            Variant::Target(other) | Variant::ProjectFor(_, other) => {
+                panic!("no custom kind for target {other}")
+            }
         };
         assert!(
             counts.get(expected) > before.get(expected),

@@ -65,3 +65,32 @@ fn kitchen_sink_tfjob() {
     let (_dir, tree) = common::build_example_for("kitchen-sink", "tfjob");
     insta::assert_snapshot!(render(&tree));
 }
+
+/// The collective strategy (workers only): the example's second project.
+#[test]
+fn mnist_collective() {
+    let (_dir, deploy) =
+        common::build_variant("mnist", common::Variant::Project("trainc.collective.yaml"));
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}
+
+/// JobSet: without a chief, the run succeeds when every worker has.
+#[test]
+fn mnist_collective_jobset() {
+    let (_dir, deploy) = common::build_variant(
+        "mnist",
+        common::Variant::ProjectFor("trainc.collective.yaml", "jobset"),
+    );
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}
+
+/// TFJob: no `successPolicy`, so the operator's default ends the run with
+/// worker 0.
+#[test]
+fn mnist_collective_tfjob() {
+    let (_dir, deploy) = common::build_variant(
+        "mnist",
+        common::Variant::ProjectFor("trainc.collective.yaml", "tfjob"),
+    );
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}

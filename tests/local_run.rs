@@ -84,6 +84,58 @@ fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
     );
 }
 
+/// The collective strategy: two workers, no parameter servers, the seed-001
+/// layout. Worker 0 saves; the run is over when it is, and worker 1 leaves
+/// on its own.
+#[test]
+fn the_collective_strategy_trains_locally_with_workers_only() {
+    let Some(python) = common::tool("TRAINC_TEST_PYTHON", "python-with-tensorflow") else {
+        return;
+    };
+    let dir = scratch_example("mnist");
+    let work = dir.path().join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "collective/mnist-collective.yaml"])
+        .args(["--set", "epochs=5"])
+        .arg("--python")
+        .arg(&python)
+        .arg("--workdir")
+        .arg(&work)
+        .output()
+        .expect("trainc runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.starts_with("running ml/mnist-collective locally: 2 tasks (worker-0, worker-1)"),
+        "{out}"
+    );
+    for task in ["worker-0", "worker-1"] {
+        assert!(
+            err.contains(&format!("trainc: {task} exited: exit code 0")),
+            "{task}:\n{err}"
+        );
+    }
+    assert!(!err.contains("killing"), "{err}");
+    // Both copies of the model saw the same averaged gradients: they agree.
+    let accuracy = |task: &str| -> f64 {
+        out.lines()
+            .filter_map(|l| l.strip_prefix(&format!("[{task}] epoch 5/5: ")))
+            .find_map(|l| l.split("test accuracy ").nth(1))
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no last-epoch line of {task}:\n{out}"))
+    };
+    assert_eq!(accuracy("worker-0"), accuracy("worker-1"), "{out}");
+    assert!(accuracy("worker-0") >= 0.85, "{out}");
+    let metrics = std::fs::read_to_string(work.join("volumes/data/model/metrics.json"))
+        .expect("metrics.json on the local volume");
+    assert!(metrics.contains("\"tasks\": 2"), "{metrics}");
+    assert!(
+        processes_mentioning(&work.display().to_string()).is_empty(),
+        "tasks left running"
+    );
+}
+
 #[test]
 fn a_python_without_tensorflow_is_a_clear_error() {
     let dir = scratch_example("mnist");

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::compile::storage;
 use crate::model::Job;
+use crate::model::definition::Strategy;
 use crate::model::job::{Role, RunPolicy, Security};
 use crate::names;
 
@@ -28,6 +29,10 @@ use crate::names;
 struct Inputs<'a> {
     target: &'static str,
     format: u32,
+    /// Left out for the default, so that runs named before there was a
+    /// choice keep their names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strategy: Option<&'static str>,
     namespace: &'a str,
     name: &'a str,
     labels: &'a std::collections::BTreeMap<String, String>,
@@ -62,6 +67,9 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         target,
         // Reaches pods only through the image, which is hashed itself.
         framework_version: _,
+        // The tasks and their cluster spec follow from the roles; the run
+        // object (a TFJob's success policy) from the strategy.
+        strategy,
         build: _,
         image_pull_policy,
         hyperparameters,
@@ -84,6 +92,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
     let inputs = Inputs {
         target: target.as_str(),
         format: super::format(*target),
+        strategy: (*strategy != Strategy::ParameterServer).then(|| strategy.as_str()),
         namespace,
         name,
         labels,

@@ -1,5 +1,6 @@
 //! Stage 3 (compile), framework TensorFlow: the cluster spec of a run (which
-//! task is where) as `TF_CONFIG`, as TensorFlow 1.x flags and as files.
+//! task is where) as `TF_CONFIG`, as TensorFlow 1.x flags and as files; and,
+//! for validation, what each strategy asks of the roles.
 //!
 //! Targets differ in how a task is addressed (a pod per Job, a Job per
 //! replica of a JobSet, a pod the operator names) and in whether a task's
@@ -11,7 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::model::Job;
+use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
+use crate::validate::rules::Ctx;
 
 /// The variable holding a task's index where the pod template is shared by
 /// every task of a role and the index comes from a pod label at run time.
@@ -152,6 +155,105 @@ pub fn env(
         vec![("TF_CONFIG".to_owned(), cluster.tf_config(kind, index))]
     } else {
         Vec::new()
+    }
+}
+
+/// How many tasks of a role a strategy allows: `(role, at least, at most)`.
+/// Parameter-server training, in the TF1 layout (ps + workers) and the TF2
+/// one (a chief coordinating ps + workers), needs both kinds of server; the
+/// collective strategy has workers only, one of which (or the chief) saves.
+pub fn layout(strategy: Strategy) -> [(RoleKind, u32, u32); 4] {
+    let ps = match strategy {
+        Strategy::ParameterServer => (1, u32::MAX),
+        Strategy::MultiWorkerMirrored => (0, 0),
+    };
+    [
+        (RoleKind::Chief, 0, 1),
+        (RoleKind::Ps, ps.0, ps.1),
+        (RoleKind::Worker, 1, u32::MAX),
+        (RoleKind::Evaluator, 0, 1),
+    ]
+}
+
+/// The first way `count` breaks the strategy's layout, as a message.
+pub fn layout_error(strategy: Strategy, count: impl Fn(RoleKind) -> u32) -> Option<String> {
+    layout(strategy).into_iter().find_map(|(kind, min, max)| {
+        let n = count(kind);
+        let what = kind.as_str();
+        (n < min)
+            .then(|| {
+                format!(
+                    "{} training needs at least one {what} task",
+                    strategy.as_str()
+                )
+            })
+            .or_else(|| {
+                (n > max).then(|| match max {
+                    0 => format!("{} training has no {what} tasks", strategy.as_str()),
+                    _ => format!("{} training has at most one {what} task", strategy.as_str()),
+                })
+            })
+    })
+}
+
+/// What a strategy asks of a definition's roles and cluster-spec options.
+pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+    let spec = &def.spec;
+    let strategy = spec.strategy.unwrap_or(Strategy::ParameterServer);
+    let replicas = |kind: RoleKind| kind.of(&spec.roles).map_or(0, |r| r.replicas);
+    for (kind, min, max) in layout(strategy) {
+        let role = kind.as_str();
+        let n = replicas(kind);
+        let at = format!("/spec/roles/{role}/replicas");
+        if n < min {
+            let what = if kind == RoleKind::Ps {
+                "parameter server"
+            } else {
+                role
+            };
+            let pointer = if kind.of(&spec.roles).is_some() {
+                at
+            } else {
+                "/spec/roles".to_owned()
+            };
+            let mut hint = format!("set `spec.roles.{role}.replicas` to 1 or more");
+            if kind == RoleKind::Ps {
+                hint.push_str(
+                    ", or `strategy: multi-worker-mirrored` to train with workers only (TensorFlow's collective strategy)",
+                );
+            }
+            cx.error_at_key(
+                &pointer,
+                format!(
+                    "the {} strategy needs at least one {what}",
+                    strategy.as_str()
+                ),
+                hint,
+            );
+        } else if n > max {
+            match kind {
+                RoleKind::Chief => cx.error(
+                    &at,
+                    "a job has at most one chief",
+                    "set `replicas: 1`; use `worker` for more tasks",
+                ),
+                RoleKind::Evaluator => {
+                    cx.error(&at, "TensorFlow runs at most one evaluator", "set `replicas: 1`")
+                }
+                RoleKind::Ps | RoleKind::Worker => cx.error_at_key(
+                    &format!("/spec/roles/{role}"),
+                    format!("the {} strategy has no {role} tasks", strategy.as_str()),
+                    "remove the role: every worker holds a copy of the variables, kept in step by all-reduce; for parameter servers use `strategy: parameter-server`",
+                ),
+            }
+        }
+    }
+    if strategy == Strategy::MultiWorkerMirrored && spec.cluster_spec.legacy_flags {
+        cx.error(
+            "/spec/clusterSpec/legacyFlags",
+            "TensorFlow 1 cluster flags (`--ps_hosts`, `--worker_hosts`, …) describe parameter-server training",
+            "remove `legacyFlags`: `MultiWorkerMirroredStrategy` reads the cluster from `TF_CONFIG`",
+        );
     }
 }
 

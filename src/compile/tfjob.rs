@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
 use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::compile::{Manifest, Run, meta, pod};
-use crate::model::definition::TrainingJob;
+use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
 use crate::names;
 use crate::validate::rules::{Ctx, env_scopes};
@@ -92,8 +92,12 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },
-            // Without a chief, the run is done when every worker is.
-            success_policy: (!has_chief).then_some("AllWorkers"),
+            // The operator's default ends the run with the chief, else with
+            // worker 0: right for the collective strategy, where worker 0
+            // saves. Parameter-server workers without a chief (the TF1
+            // layout) are peers: the run is done when every one is.
+            success_policy: (!has_chief && job.strategy == Strategy::ParameterServer)
+                .then_some("AllWorkers"),
             tf_replica_specs: replicas,
         },
     };

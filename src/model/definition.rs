@@ -39,7 +39,22 @@ pub enum Framework {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
+    /// Parameter servers hold the variables; workers (and a TF2 chief, the
+    /// coordinator) compute.
     ParameterServer,
+    /// `MultiWorkerMirroredStrategy`: every worker holds a copy of the
+    /// variables, kept in step by collective all-reduce; no parameter
+    /// servers.
+    MultiWorkerMirrored,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::ParameterServer => "parameter-server",
+            Strategy::MultiWorkerMirrored => "multi-worker-mirrored",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]

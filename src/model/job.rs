@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::library::Preset;
-use crate::model::definition::{self as def, HyperparameterStyle, Target};
+use crate::model::definition::{self as def, HyperparameterStyle, Strategy, Target};
 use crate::model::project::Defaults;
 
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -48,6 +48,7 @@ pub struct Job {
     pub target: Target,
     /// `major.minor`, from the definition or the preset's default.
     pub framework_version: String,
+    pub strategy: Strategy,
     /// Set when the image is built from source; the roles without an image of
     /// their own then get the built image (see [`crate::image`]).
     pub build: Option<BuildInputs>,
@@ -409,6 +410,7 @@ pub fn resolve(
         annotations,
         target,
         framework_version: version.clone(),
+        strategy: spec.strategy.unwrap_or(Strategy::ParameterServer),
         build,
         image_pull_policy: spec.image_pull_policy.clone(),
         hyperparameters: scalar_map(&spec.hyperparameters).collect(),

@@ -15,6 +15,7 @@ use crate::compile::pod;
 use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::diagnostic::Diagnostic;
 use crate::model::Job;
+use crate::model::definition::Strategy;
 use crate::model::job::RoleKind;
 use crate::names;
 
@@ -26,6 +27,9 @@ pub struct Task {
     /// `worker-1`: the prefix of its output lines.
     pub name: String,
     pub kind: RoleKind,
+    /// Whether the run is over once this task and every other decisive
+    /// one have exited (see [`decisive`]).
+    pub decisive: bool,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
@@ -94,27 +98,9 @@ pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> 
             .find(|r| r.kind == k)
             .map_or(0, |r| r.replicas)
     };
-    for (kind, ok, rule) in [
-        (RoleKind::Ps, count(RoleKind::Ps) >= 1, "at least one"),
-        (
-            RoleKind::Worker,
-            count(RoleKind::Worker) >= 1,
-            "at least one",
-        ),
-        (RoleKind::Chief, count(RoleKind::Chief) <= 1, "at most one"),
-        (
-            RoleKind::Evaluator,
-            count(RoleKind::Evaluator) <= 1,
-            "at most one",
-        ),
-    ] {
-        if !ok {
-            return Err(Diagnostic::new(format!(
-                "--replicas: parameter-server training needs {rule} {} task",
-                kind.as_str()
-            ))
+    if let Some(e) = crate::compile::tensorflow::layout_error(job.strategy, count) {
+        return Err(Diagnostic::new(format!("--replicas: {e}"))
             .hint("the same rules apply as in the definition"));
-        }
     }
     Ok(())
 }
@@ -266,6 +252,7 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
             out.push(Task {
                 name: format!("{}-{i}", role.kind.as_str()),
                 kind: role.kind,
+                decisive: decisive(job, role.kind, i),
                 program: program.clone(),
                 args,
                 env,
@@ -273,6 +260,19 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
         }
     }
     Ok(out)
+}
+
+/// The tasks whose end is the end of training, as the cluster's run policy
+/// has it: the chief when there is one; else, for the collective strategy,
+/// worker 0 (which saves the model), and for parameter-server training
+/// (the TF1 layout, whose workers are peers) every worker.
+fn decisive(job: &Job, kind: RoleKind, index: u32) -> bool {
+    let chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
+    match (chief, kind, job.strategy) {
+        (true, kind, _) => kind == RoleKind::Chief,
+        (false, RoleKind::Worker, Strategy::MultiWorkerMirrored) => index == 0,
+        (false, kind, _) => kind == RoleKind::Worker,
+    }
 }
 
 /// Checks that `python` runs and has TensorFlow, before starting anything.

@@ -14,7 +14,6 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::Task;
 use crate::diagnostic::Diagnostic;
-use crate::model::job::RoleKind;
 
 /// How long the other tasks get to exit on their own once training is over
 /// (parameter servers that watch for the end), before they are stopped.
@@ -30,9 +29,9 @@ struct Running {
     relays: Vec<thread::JoinHandle<()>>,
 }
 
-/// Runs the tasks to the end and returns the training's exit code: the
-/// chief's when there is one, else the first failing worker's, else 0. A task
-/// failing before that ends the run with its code. Ctrl-C stops everything
+/// Runs the tasks to the end and returns the training's exit code: 0 once
+/// every decisive task (see `Task::decisive`) has exited successfully. A
+/// task failing before that ends the run with its code. Ctrl-C stops everything
 /// and returns 130.
 pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Diagnostic> {
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -40,11 +39,6 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
         signal_hook::flag::register(sig, Arc::clone(&interrupted))
             .map_err(|e| Diagnostic::new(format!("cannot handle signals: {e}")))?;
     }
-    let decisive = if tasks.iter().any(|t| t.kind == RoleKind::Chief) {
-        RoleKind::Chief
-    } else {
-        RoleKind::Worker
-    };
     let mut running: Vec<Running> = Vec::new();
     for task in tasks {
         match start(&task, workdir) {
@@ -85,7 +79,7 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
         }
         let done = running
             .iter()
-            .filter(|r| r.task.kind == decisive)
+            .filter(|r| r.task.decisive)
             .all(|r| r.status.is_some());
         if done {
             break 0;

@@ -82,7 +82,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
         out: Vec::new(),
     };
     super::image::check(&mut cx, def, vcx);
-    roles(&mut cx, def);
+    compile::tensorflow::check(&mut cx, def);
     scheduling(&mut cx, def);
     quantities(&mut cx, def);
     storage(&mut cx, def);
@@ -102,43 +102,6 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
 
 fn replicas(def: &TrainingJob, kind: RoleKind) -> u32 {
     kind.of(&def.spec.roles).map_or(0, |r| r.replicas)
-}
-
-fn roles(cx: &mut Ctx, def: &TrainingJob) {
-    // Parameter-server training, in both the TF1 layout (ps + workers) and the
-    // TF2 layout (a chief coordinating ps + workers), needs both kinds of task.
-    for (kind, what) in [
-        (RoleKind::Ps, "parameter server"),
-        (RoleKind::Worker, "worker"),
-    ] {
-        if replicas(def, kind) == 0 {
-            let role = kind.as_str();
-            let pointer = if kind.of(&def.spec.roles).is_some() {
-                format!("/spec/roles/{role}/replicas")
-            } else {
-                "/spec/roles".to_owned()
-            };
-            cx.error_at_key(
-                &pointer,
-                format!("the parameter-server strategy needs at least one {what}"),
-                format!("set `spec.roles.{role}.replicas` to 1 or more"),
-            );
-        }
-    }
-    if replicas(def, RoleKind::Chief) > 1 {
-        cx.error(
-            "/spec/roles/chief/replicas",
-            "a job has at most one chief",
-            "set `replicas: 1`; use `worker` for more tasks",
-        );
-    }
-    if replicas(def, RoleKind::Evaluator) > 1 {
-        cx.error(
-            "/spec/roles/evaluator/replicas",
-            "TensorFlow runs at most one evaluator",
-            "set `replicas: 1`",
-        );
-    }
 }
 
 /// Node selectors and tolerations, held to the rules the API server applies,

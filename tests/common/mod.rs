@@ -152,6 +152,8 @@ pub enum Variant {
     /// Every job built for this target: `defaults.target` in the project
     /// file, and any `target:` a definition sets replaced.
     Target(&'static str),
+    /// As `Target`, for the project file named first.
+    ProjectFor(&'static str, &'static str),
 }
 
 /// The builds whose output holds custom resources (JobSets, TFJobs); checked
@@ -164,6 +166,14 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("mnist-cpu", Variant::Target("tfjob")),
     ("kitchen-sink", Variant::Target("jobset")),
     ("kitchen-sink", Variant::Target("tfjob")),
+    (
+        "mnist",
+        Variant::ProjectFor("trainc.collective.yaml", "jobset"),
+    ),
+    (
+        "mnist",
+        Variant::ProjectFor("trainc.collective.yaml", "tfjob"),
+    ),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -179,42 +189,8 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
     let dir = scratch_example(name);
     let project = match variant {
         Variant::Project(file) => file,
-        Variant::Target(target) => {
-            let project = dir.path().join("trainc.yaml");
-            let text = std::fs::read_to_string(&project).expect("read project");
-            let mut found = 0;
-            let mut out = String::new();
-            for line in text.lines() {
-                out.push_str(line);
-                out.push('\n');
-                if line == "defaults:" {
-                    found += 1;
-                    out.push_str(&format!("  target: {target}\n"));
-                }
-            }
-            assert_eq!(found, 1, "{name}: trainc.yaml has one `defaults:` block");
-            std::fs::write(&project, out).expect("write project");
-            // A definition's own `target:` wins over the default.
-            for e in walkdir::WalkDir::new(dir.path().join("jobs")) {
-                let e = e.expect("walk");
-                if !e.file_type().is_file() {
-                    continue;
-                }
-                let text = std::fs::read_to_string(e.path()).expect("read definition");
-                let replaced: String = text
-                    .lines()
-                    .map(|l| {
-                        if l.starts_with("  target: ") {
-                            format!("  target: {target}\n")
-                        } else {
-                            format!("{l}\n")
-                        }
-                    })
-                    .collect();
-                std::fs::write(e.path(), replaced).expect("write definition");
-            }
-            "trainc.yaml"
-        }
+        Variant::Target(target) => retarget(name, dir.path(), "trainc.yaml", target),
+        Variant::ProjectFor(file, target) => retarget(name, dir.path(), file, target),
     };
     let output = dir.path().join(project_output(&dir.path().join(project)));
     let o = run(dir.path(), &["build", "--project", project]);
@@ -224,6 +200,56 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
         stderr(&o)
     );
     (dir, output)
+}
+
+/// Rewrites project file `file` in `dir`, and the definitions of its
+/// sources, so that every job compiles for `target`; returns `file`.
+fn retarget(name: &str, dir: &Path, file: &'static str, target: &str) -> &'static str {
+    let project = dir.join(file);
+    let text = std::fs::read_to_string(&project).expect("read project");
+    let mut found = 0;
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line == "defaults:" {
+            found += 1;
+            out.push_str(&format!("  target: {target}\n"));
+        }
+    }
+    assert_eq!(found, 1, "{name}: {file} has one `defaults:` block");
+    std::fs::write(&project, &out).expect("write project");
+    let value: serde_json::Value = serde_saphyr::from_str(&out).expect("project parses");
+    let sources: Vec<String> = match value["sources"].as_array() {
+        Some(s) => s
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        None => vec!["jobs".to_owned()],
+    };
+    // A definition's own `target:` wins over the default.
+    for e in sources
+        .iter()
+        .flat_map(|s| walkdir::WalkDir::new(dir.join(s)))
+    {
+        let e = e.expect("walk");
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).expect("read definition");
+        let replaced: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("  target: ") {
+                    format!("  target: {target}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(e.path(), replaced).expect("write definition");
+    }
+    file
 }
 
 /// Every build the external checks judge: the examples and the fixture for
@@ -236,6 +262,10 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
         let (dir, _) = build_example(example);
         let deploy = dir.path().join("deploy");
         out.push((example.to_owned(), dir, deploy));
+    }
+    {
+        let (dir, deploy) = build_variant("mnist", Variant::Project("trainc.collective.yaml"));
+        out.push(("mnist collective".to_owned(), dir, deploy));
     }
     for &(example, variant) in CRD_BUILDS {
         let (dir, deploy) = build_variant(example, variant);

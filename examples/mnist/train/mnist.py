@@ -1,6 +1,10 @@
-"""TensorFlow 2 parameter-server training of a small digit classifier.
+"""TensorFlow 2 distributed training of a small digit classifier.
 
-Layout (from TF_CONFIG, exactly as a Kubernetes task receives it):
+Two layouts, told apart by TF_CONFIG (exactly as a Kubernetes task receives
+it): with ``ps`` tasks, parameter-server training; without, the collective
+strategy (``MultiWorkerMirroredStrategy``, see ``run_collective``).
+
+Parameter-server layout:
 
 * ``chief``  - the coordinator. It builds a ``ParameterServerStrategy`` and a
   ``ClusterCoordinator``, creates the variables (they live on the ``ps``
@@ -12,6 +16,12 @@ Layout (from TF_CONFIG, exactly as a Kubernetes task receives it):
   ``DONE`` in the model directory (a shared volume) and exit when it appears.
 * ``evaluator`` - unused; exits 0.
 * no TF_CONFIG - trains in this one process, same outputs (for development).
+
+Collective layout (``worker`` tasks, an optional ``chief``, no ``ps``): every
+task holds a copy of the model; each step, every task computes gradients on
+its shard of the batch and the gradients are averaged by all-reduce, so the
+copies stay equal. The chief, else worker 0, writes the outputs; every task
+returns when the last epoch is done.
 
 DONE protocol: the chief writes ``<model_dir>/DONE`` atomically (write + rename)
 as ``"ok <run_id>"`` or ``"failed <run_id>"``; ``run_id`` is new for every run.
@@ -89,15 +99,17 @@ def load_data() -> tuple:
 class MLP(tf.Module):
     """64 -> 64 (ReLU) -> 10. Initialised from NumPy so every run starts alike."""
 
-    def __init__(self, sizes=(64, 64, 10)):
+    def __init__(self, sizes=(64, 64, 10), aggregation=None):
         super().__init__()
+        aggregation = aggregation or tf.VariableAggregation.NONE
         rng = np.random.default_rng(SEED)
         self.weights, self.biases = [], []
         for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             limit = np.sqrt(6.0 / (n_in + n_out))  # Glorot uniform
             w = rng.uniform(-limit, limit, (n_in, n_out)).astype(np.float32)
-            self.weights.append(tf.Variable(w, name=f"w{i}"))
-            self.biases.append(tf.Variable(tf.zeros([n_out]), name=f"b{i}"))
+            self.weights.append(tf.Variable(w, name=f"w{i}", aggregation=aggregation))
+            self.biases.append(tf.Variable(
+                tf.zeros([n_out]), name=f"b{i}", aggregation=aggregation))
 
     def __call__(self, x: tf.Tensor) -> tf.Tensor:
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
@@ -110,12 +122,15 @@ class MLP(tf.Module):
 class Adam(tf.Module):
     """Adam (Kingma & Ba). Updates are applied asynchronously by each worker."""
 
-    def __init__(self, params: list, lr: float, b1=0.9, b2=0.999, eps=1e-7):
+    def __init__(self, params: list, lr: float, b1=0.9, b2=0.999, eps=1e-7,
+                 aggregation=None):
         super().__init__()
+        slot = dict(trainable=False,
+                    aggregation=aggregation or tf.VariableAggregation.NONE)
         self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
-        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.m = [tf.Variable(tf.zeros(p.shape), trainable=False) for p in params]
-        self.v = [tf.Variable(tf.zeros(p.shape), trainable=False) for p in params]
+        self.iterations = tf.Variable(0, dtype=tf.int64, **slot)
+        self.m = [tf.Variable(tf.zeros(p.shape), **slot) for p in params]
+        self.v = [tf.Variable(tf.zeros(p.shape), **slot) for p in params]
 
     def apply(self, grads: list, params: list) -> None:
         t = tf.cast(self.iterations.assign_add(1), tf.float32)
@@ -281,6 +296,86 @@ def run_server(args: argparse.Namespace, cluster: dict, job: str, index: int):
     exit_now(0 if status == "ok" else 1)
 
 
+def run_collective(args: argparse.Namespace, cluster: dict, job: str,
+                   index: int) -> None:
+    """The collective layout: every task trains its copy of the model in step.
+
+    Each step, every task takes its own shard of the data, computes gradients
+    on its part of the global batch (``--batch_size`` per task), and the
+    gradients are averaged by all-reduce; the copies therefore stay equal.
+    The chief, else worker 0, writes the logs, ``metrics.json`` and the
+    checkpoint; every task returns after the last epoch.
+    """
+    # First, before any other TensorFlow op: it starts this task's server and
+    # joins the others, as TF_CONFIG says.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    writes = job == "chief" or ("chief" not in cluster and index == 0)
+    tf.random.set_seed(SEED)
+    x_train, y_train, x_test, y_test = load_data()
+    global_batch = args.batch_size * strategy.num_replicas_in_sync
+    steps_per_epoch = -(-len(x_train) // global_batch)  # ceil
+
+    same = tf.VariableAggregation.ONLY_FIRST_REPLICA  # every copy updates alike
+    with strategy.scope():
+        model = MLP(aggregation=same)
+        optimizer = Adam(model.trainable_variables, args.learning_rate,
+                         aggregation=same)
+    params = list(model.trainable_variables)
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+        ds = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+        ds = ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
+        ds = ds.shuffle(len(x_train), seed=SEED).repeat()
+        return ds.batch(ctx.get_per_replica_batch_size(global_batch)).prefetch(2)
+
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+    @tf.function
+    def train_step(iterator) -> tf.Tensor:
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(y, model(x)))
+            grads = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.MEAN, tape.gradient(loss, params))
+            optimizer.apply(grads, params)
+            return loss
+
+        x, y = next(iterator)
+        losses = strategy.run(replica_fn, args=(x, y))
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+
+    if writes:
+        os.makedirs(args.log_dir, exist_ok=True)
+        os.makedirs(args.model_dir, exist_ok=True)
+        writer = tf.summary.create_file_writer(args.log_dir)
+    test_acc = 0.0
+    for epoch in range(1, args.epochs + 1):
+        loss = float(np.mean([float(train_step(iterator))
+                              for _ in range(steps_per_epoch)]))
+        test_acc = accuracy(model, x_test, y_test)
+        if writes:
+            with writer.as_default():
+                for name, value in (("loss", loss), ("test_accuracy", test_acc)):
+                    tf.summary.write(name, tf.constant(value, tf.float32),
+                                     step=epoch, metadata=SCALAR)
+            writer.flush()
+        print(f"epoch {epoch}/{args.epochs}: loss {loss:.4f}, "
+              f"test accuracy {test_acc:.4f}", flush=True)
+    if writes:
+        steps = int(optimizer.iterations.numpy())
+        print(f"test accuracy: {test_acc:.4f}", flush=True)
+        with open(os.path.join(args.model_dir, "metrics.json"), "w") as f:
+            json.dump({"test_accuracy": round(test_acc, 4), "epochs": args.epochs,
+                       "steps": steps, "tasks": strategy.num_replicas_in_sync}, f)
+        path = tf.train.Checkpoint(model=model, optimizer=optimizer).save(
+            os.path.join(args.model_dir, "ckpt"))
+        print(f"checkpoint: {path}", flush=True)
+    # Every collective is done; skip the teardown of the task's server, which
+    # can wait on peers that have already left.
+    exit_now(0)
+
+
 def main() -> int:
     args = parse_args()
     tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
@@ -290,6 +385,16 @@ def main() -> int:
 
     if not cluster:
         run_chief(args, in_cluster=False)
+        return 0
+    if not cluster.get("ps"):
+        if not cluster.get("worker"):
+            print("error: TF_CONFIG needs at least one 'worker' task",
+                  file=sys.stderr)
+            return 2
+        if job == "evaluator":
+            print("evaluator: unused, the chief evaluates as it trains; exiting")
+            return 0
+        run_collective(args, cluster, job, index)
         return 0
     if "chief" not in cluster:
         print("error: this program uses TensorFlow 2 parameter-server training, "
