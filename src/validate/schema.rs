@@ -168,10 +168,18 @@ impl Schema {
             ValidationErrorKind::Minimum { limit } => vec![
                 diag(format!("{} is less than {limit}", short(instance))).at(doc.locate(&pointer)),
             ],
-            ValidationErrorKind::Maximum { limit } => vec![
-                diag(format!("{} is greater than {limit}", short(instance)))
-                    .at(doc.locate(&pointer)),
-            ],
+            ValidationErrorKind::Maximum { limit } => {
+                let mut d = diag(format!("{} is greater than {limit}", short(instance)))
+                    .at(doc.locate(&pointer));
+                // `0644`, meant as octal, read as 644.
+                let text = doc.source_text(&pointer).unwrap_or_default();
+                if let Some(hint) = super::rules::legacy_octal(text) {
+                    d = d.hint(format!(
+                        "`{text}` is a decimal number in YAML 1.2, not octal: {hint}"
+                    ));
+                }
+                vec![d]
+            }
             ValidationErrorKind::MaxLength { limit } => vec![
                 diag(format!(
                     "{} is longer than {limit} characters",
