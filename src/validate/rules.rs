@@ -508,7 +508,7 @@ pub(crate) fn legacy_octal(text: &str) -> Option<String> {
     }
     let octal = i64::from_str_radix(rest, 8).ok();
     Some(match octal {
-        Some(n) => format!("write octal as `0o{rest}`, or the decimal `{n}`"),
+        Some(n) => format!("write `0o{rest}` for octal, or the decimal `{n}`"),
         None => format!("`{text}` is no octal number either; write octal with `0o`, e.g. `0o644`"),
     })
 }
@@ -650,7 +650,8 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
             .filter(|k| v.roles.is_empty() || v.roles.contains(k))
             .map(|k| replicas(def, *k))
             .sum();
-        let pods = tasks + u32::from(log == Some(i));
+        let tensorboard = log == Some(i);
+        let pods = tasks + u32::from(tensorboard);
         if pods > 1 {
             cx.error(
                 &format!("/spec/storage/{i}/accessMode"),
@@ -658,7 +659,14 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
                     "volume `{}` is {mode}, but {pods} pods mount it",
                     v.name
                 ),
-                "the pods that mount a volume run on different nodes; use `ReadWriteMany` (NFS, CephFS, a cloud file store), `ReadOnlyMany` for shared input, or `roles` to mount it in one task only",
+                format!(
+                    "the pods that mount a volume run on different nodes{}; use `ReadWriteMany` (NFS, CephFS, a cloud file store), `ReadOnlyMany` for shared input, or `roles` to mount it in one task only",
+                    if tensorboard {
+                        ", and TensorBoard mounts the one holding its logs"
+                    } else {
+                        ""
+                    }
+                ),
             );
         }
     }
@@ -930,6 +938,19 @@ mod tests {
         assert!(!key_ok("Example.com/team"));
         assert!(!key_ok("-team"));
         assert!(!key_ok(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn yaml_1_1_octals_are_recognised() {
+        assert_eq!(
+            legacy_octal("0440").as_deref(),
+            Some("write `0o440` for octal, or the decimal `288`")
+        );
+        assert!(legacy_octal("0o440").is_none());
+        assert!(legacy_octal("288").is_none());
+        assert!(legacy_octal("0").is_none());
+        assert!(legacy_octal("0x1ff").is_none());
+        assert!(legacy_octal("089").is_some_and(|h| h.contains("no octal")));
     }
 
     #[test]

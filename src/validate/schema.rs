@@ -169,16 +169,19 @@ impl Schema {
                 diag(format!("{} is less than {limit}", short(instance))).at(doc.locate(&pointer)),
             ],
             ValidationErrorKind::Maximum { limit } => {
-                let mut d = diag(format!("{} is greater than {limit}", short(instance)))
-                    .at(doc.locate(&pointer));
                 // `0644`, meant as octal, read as 644.
                 let text = doc.source_text(&pointer).unwrap_or_default();
-                if let Some(hint) = super::rules::legacy_octal(text) {
-                    d = d.hint(format!(
-                        "`{text}` is a decimal number in YAML 1.2, not octal: {hint}"
-                    ));
-                }
-                vec![d]
+                vec![
+                    match super::rules::legacy_octal(text) {
+                        Some(hint) => diag(format!(
+                            "`{text}` is the decimal {} in YAML 1.2, greater than {limit}",
+                            text.trim_start_matches(['+', '0'])
+                        ))
+                        .hint(hint),
+                        None => diag(format!("{} is greater than {limit}", short(instance))),
+                    }
+                    .at(doc.locate(&pointer)),
+                ]
             }
             ValidationErrorKind::MaxLength { limit } => vec![
                 diag(format!(
