@@ -55,14 +55,15 @@ struct Inputs<'a> {
 ///
 /// What stays out: everything that lives in the claim or the PersistentVolume
 /// rather than in the pod (size, access mode, storage class, selector,
-/// `volumeName`, the NFS export, the CSI driver, handle, attributes and
-/// secrets, mount options). Those objects carry no run hash and keep their
-/// names, so a new run would mount the very same volume: restarting the
-/// training would change nothing. Kubernetes refuses most such changes
-/// anyway (a PersistentVolume's source and a claim's spec, but its size,
-/// are immutable), and the way out, a new volume `name`, renames the claim,
-/// which is hashed. Mount options are the exception Kubernetes lets change
-/// in place; they apply at the next mount, which a run's own restarts reach.
+/// `volumeName`, the NFS export, the CSI driver, handle, attributes, secret
+/// references and mount options). Those objects carry no run hash and keep
+/// their names, so a re-created run would mount the same claim anyway.
+/// Kubernetes refuses to change most of it in place (a PersistentVolume's
+/// source; a claim's spec but for a larger size), and the way out, a new
+/// volume `name`, renames the claim, which is hashed. Mount options can
+/// change in place: they apply when a node next mounts the volume (a task's
+/// pod re-created elsewhere, the next run), and restarting a training for
+/// them stays the user's choice rather than a side effect of the edit.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Mount<'a> {
