@@ -94,3 +94,24 @@ fn mnist_collective_tfjob() {
     );
     insta::assert_snapshot!(render(&common::read_tree(&deploy)));
 }
+
+/// Every kind of volume: claims that select a volume, NFS with mount
+/// options, CSI volumes, emptyDir, ConfigMap and Secret volumes, and
+/// volumes that only some roles mount.
+#[test]
+fn storage() {
+    let (_dir, tree) = common::build_example("storage");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn storage_jobset() {
+    let (_dir, tree) = common::build_example_for("storage", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn storage_tfjob() {
+    let (_dir, tree) = common::build_example_for("storage", "tfjob");
+    insta::assert_snapshot!(render(&tree));
+}

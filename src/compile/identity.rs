@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::compile::storage;
 use crate::model::Job;
 use crate::model::definition::Strategy;
-use crate::model::job::{Role, RunPolicy, Security};
+use crate::model::job::{EmptyDir, Projection, Role, RoleKind, RunPolicy, Security, VolumeSource};
 use crate::names;
 
 /// What the run identity is computed from. Every field of [`Job`] is named
@@ -45,12 +45,79 @@ struct Inputs<'a> {
     legacy_flags: bool,
     gpu_resource_name: &'a str,
     roles: &'a [Role],
-    /// `(volume, mount path, read-only, claim)`: what a pod sees of storage.
-    mounts: Vec<(&'a str, &'a str, bool, String)>,
+    /// What a pod sees of storage.
+    mounts: Vec<Mount<'a>>,
     shm_size: Option<&'a str>,
     run_policy: &'a RunPolicy,
     service_account_name: Option<&'a str>,
     security: &'a Security,
+}
+
+/// One volume as the pods see it. A claim that every role mounts keeps the
+/// form it had before pod-only volumes and per-role mounts existed, an
+/// array `(volume, mount path, read-only, claim)`, so that definitions using
+/// neither keep their run names.
+///
+/// What stays out: everything that lives in the claim or the PersistentVolume
+/// rather than in the pod (size, access mode, storage class, selector,
+/// `volumeName`, the NFS export, the CSI driver, handle, attributes, secret
+/// references and mount options). Those objects carry no run hash and keep
+/// their names, so a re-created run would mount the same claim anyway.
+/// Kubernetes refuses to change most of it in place (a PersistentVolume's
+/// source; a claim's spec but for a larger size), and the way out, a new
+/// volume `name`, renames the claim, which is hashed. Mount options can
+/// change in place: they apply when a node next mounts the volume (a task's
+/// pod re-created elsewhere, the next run), and restarting a training for
+/// them stays the user's choice rather than a side effect of the edit.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Mount<'a> {
+    Claim(&'a str, &'a str, bool, String),
+    /// A pod-only volume, or one that only some roles mount.
+    Other(&'a str, &'a str, bool, Option<String>, Extra<'a>),
+}
+
+#[derive(Serialize)]
+struct Extra<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<PodSource<'a>>,
+    /// Sorted; empty when every role mounts the volume.
+    #[serde(skip_serializing_if = "<[RoleKind]>::is_empty")]
+    roles: &'a [RoleKind],
+}
+
+/// The sources that live in the pod template itself.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum PodSource<'a> {
+    EmptyDir(&'a EmptyDir),
+    ConfigMap(&'a Projection),
+    Secret(&'a Projection),
+}
+
+fn mount<'a>(job: &Job, v: &'a crate::model::job::Volume) -> Mount<'a> {
+    let claim = storage::claim_name(job, v);
+    let source = match &v.source {
+        VolumeSource::EmptyDir(e) => Some(PodSource::EmptyDir(e)),
+        VolumeSource::ConfigMap(p) => Some(PodSource::ConfigMap(p)),
+        VolumeSource::Secret(p) => Some(PodSource::Secret(p)),
+        _ => None,
+    };
+    match claim {
+        Some(claim) if v.roles.is_empty() => {
+            Mount::Claim(&v.name, &v.mount_path, v.read_only, claim)
+        }
+        claim => Mount::Other(
+            &v.name,
+            &v.mount_path,
+            v.read_only,
+            claim,
+            Extra {
+                source,
+                roles: &v.roles,
+            },
+        ),
+    }
 }
 
 /// The hex digest of a run's inputs, [`names::HASH_LEN`] digits long.
@@ -105,17 +172,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         legacy_flags: *legacy_flags,
         gpu_resource_name,
         roles,
-        mounts: volumes
-            .iter()
-            .map(|v| {
-                (
-                    v.name.as_str(),
-                    v.mount_path.as_str(),
-                    v.read_only,
-                    storage::claim_name(job, v),
-                )
-            })
-            .collect(),
+        mounts: volumes.iter().map(|v| mount(job, v)).collect(),
         shm_size: shm_size.as_deref(),
         run_policy,
         service_account_name: service_account_name.as_deref(),

@@ -168,8 +168,8 @@ fn tolerations(role: &Role) -> Option<Vec<Toleration>> {
 /// task of a role).
 pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemplateSpec {
     let role = p.role;
-    let mut mounts = storage::mounts(job);
-    let mut volumes = storage::pod_volumes(job);
+    let mut mounts = storage::mounts(job, role.kind);
+    let mut volumes = storage::pod_volumes(job, role.kind);
     let (scratch_volumes, scratch_mounts) = security::scratch();
     mounts.extend(scratch_mounts);
     volumes.extend(scratch_volumes);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    ResourceRequirements, Service, ServicePort, ServiceSpec, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -47,10 +47,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                 read_only: Some(true),
                 ..VolumeMount::default()
             }],
-            storage::pod_volumes(job)
-                .into_iter()
-                .filter(|pv| pv.name == v.name)
-                .collect::<Vec<Volume>>(),
+            vec![storage::pod_volume(job, v)],
         ),
         None => (Vec::new(), Vec::new()),
     };

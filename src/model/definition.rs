@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::load::pointer_segment;
+use crate::model::job::RoleKind;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -238,6 +239,9 @@ impl TrainingJob {
             if let Some(v) = &mut vol.size {
                 keep(format!("/spec/storage/{i}/size"), v);
             }
+            if let Some(v) = vol.empty_dir.as_mut().and_then(|e| e.size_limit.as_mut()) {
+                keep(format!("/spec/storage/{i}/emptyDir/sizeLimit"), v);
+            }
         }
         let roles = &mut spec.roles;
         for (name, role) in [
@@ -358,15 +362,160 @@ pub struct Volume {
     pub size: Option<Scalar>,
     pub access_mode: Option<String>,
     pub nfs: Option<Nfs>,
+    pub csi: Option<Csi>,
     pub existing_claim: Option<String>,
+    pub selector: Option<Selector>,
+    pub volume_name: Option<String>,
     pub storage_class: Option<String>,
+    pub empty_dir: Option<EmptyDir>,
+    pub config_map: Option<Projection>,
+    pub secret: Option<Projection>,
+    /// The roles whose pods mount the volume; empty: every role.
+    #[serde(default)]
+    pub roles: Vec<RoleKind>,
+}
+
+/// What a volume is, by the source it gives. Validation makes sure it
+/// gives one; the order here is the one [`crate::model::job::resolve`]
+/// follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeKind {
+    Nfs,
+    Csi,
+    ExistingClaim,
+    /// A claim for a volume that exists: `selector` and/or `volumeName`.
+    Bind,
+    EmptyDir,
+    ConfigMap,
+    Secret,
+    /// A dynamically provisioned claim.
+    Dynamic,
+}
+
+impl VolumeKind {
+    /// Whether trainc writes a claim for the volume (which `size` and
+    /// `accessMode` then describe).
+    pub fn writes_claim(self) -> bool {
+        matches!(self, Self::Nfs | Self::Csi | Self::Bind | Self::Dynamic)
+    }
+
+    /// Whether the pods mount a claim, which TensorBoard's pod can mount too.
+    pub fn is_claim(self) -> bool {
+        self.writes_claim() || self == Self::ExistingClaim
+    }
+
+    /// As the volume is named in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Nfs => "an NFS volume",
+            Self::Csi => "a CSI volume",
+            Self::ExistingClaim => "an existing claim",
+            Self::Bind => "a claim for an existing volume",
+            Self::EmptyDir => "an emptyDir volume",
+            Self::ConfigMap => "a ConfigMap volume",
+            Self::Secret => "a Secret volume",
+            Self::Dynamic => "a dynamically provisioned claim",
+        }
+    }
+}
+
+impl Volume {
+    pub fn kind(&self) -> VolumeKind {
+        if self.nfs.is_some() {
+            VolumeKind::Nfs
+        } else if self.csi.is_some() {
+            VolumeKind::Csi
+        } else if self.existing_claim.is_some() {
+            VolumeKind::ExistingClaim
+        } else if self.selector.is_some() || self.volume_name.is_some() {
+            VolumeKind::Bind
+        } else if self.empty_dir.is_some() {
+            VolumeKind::EmptyDir
+        } else if self.config_map.is_some() {
+            VolumeKind::ConfigMap
+        } else if self.secret.is_some() {
+            VolumeKind::Secret
+        } else {
+            VolumeKind::Dynamic
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Nfs {
+    pub server: String,
+    pub path: String,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Csi {
+    pub driver: String,
+    pub volume_handle: String,
+    #[serde(default)]
+    pub volume_attributes: BTreeMap<String, String>,
+    pub fs_type: Option<String>,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+    pub node_stage_secret_ref: Option<SecretRef>,
+    pub node_publish_secret_ref: Option<SecretRef>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Nfs {
-    pub server: String,
+pub struct SecretRef {
+    pub name: String,
+    pub namespace: Option<String>,
+}
+
+/// A label selector, as Kubernetes writes one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Selector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<SelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EmptyDir {
+    pub medium: Option<String>,
+    pub size_limit: Option<Scalar>,
+}
+
+/// A ConfigMap or Secret volume. Modes are numbers as the parser read them
+/// (a YAML 1.1 octal such as `0440` arrives as the float 440.0, which the
+/// rules refuse by its written form).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Projection {
+    pub name: String,
+    #[serde(default)]
+    pub items: Vec<KeyToPath>,
+    pub default_mode: Option<serde_json::Number>,
+    pub optional: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyToPath {
+    pub key: String,
     pub path: String,
+    pub mode: Option<serde_json::Number>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

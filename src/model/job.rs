@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::library::Preset;
 use crate::model::definition::{self as def, HyperparameterStyle, Strategy, Target};
@@ -142,7 +142,7 @@ pub struct BuildInputs {
     pub workdir: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RoleKind {
     Chief,
@@ -199,28 +199,111 @@ pub struct Role {
 pub struct Volume {
     pub name: String,
     pub mount_path: String,
+    /// Always set for ConfigMap and Secret volumes, which are read-only.
     pub read_only: bool,
     pub source: VolumeSource,
+    /// The roles whose pods mount the volume, sorted; empty when every role
+    /// does (also when the definition lists every role the job has).
+    pub roles: Vec<RoleKind>,
+}
+
+impl Volume {
+    /// Whether the pods of `role` mount this volume.
+    pub fn mounted_by(&self, role: RoleKind) -> bool {
+        self.roles.is_empty() || self.roles.contains(&role)
+    }
 }
 
 #[derive(Debug, Clone)]
 pub enum VolumeSource {
-    /// An NFS export: trainc writes a PersistentVolume and a claim bound to it
-    /// by labels.
-    Nfs {
-        server: String,
-        path: String,
+    /// A PersistentVolume trainc writes (an NFS export or a CSI volume) and a
+    /// claim bound to it by labels.
+    Pv {
+        source: PvSource,
+        mount_options: Vec<String>,
         size: String,
         access_mode: String,
     },
     /// A claim that already exists in the namespace.
     ExistingClaim(String),
+    /// A claim for a volume that already exists, chosen by its labels or its
+    /// name; `storage_class` is the class the volume has (`None`: none).
+    Bind {
+        selector: Option<def::Selector>,
+        volume_name: Option<String>,
+        storage_class: Option<String>,
+        size: String,
+        access_mode: String,
+    },
     /// A claim provisioned by a storage class (the cluster default when `None`).
     Dynamic {
         storage_class: Option<String>,
         size: String,
         access_mode: String,
     },
+    /// Scratch space of one pod.
+    EmptyDir(EmptyDir),
+    ConfigMap(Projection),
+    Secret(Projection),
+}
+
+impl VolumeSource {
+    /// Whether the pod mounts a PersistentVolumeClaim, which other pods (and
+    /// TensorBoard) can mount too.
+    pub fn is_claim(&self) -> bool {
+        !matches!(
+            self,
+            Self::EmptyDir(_) | Self::ConfigMap(_) | Self::Secret(_)
+        )
+    }
+}
+
+/// Where a PersistentVolume trainc writes keeps its data.
+#[derive(Debug, Clone)]
+pub enum PvSource {
+    Nfs { server: String, path: String },
+    Csi(Csi),
+}
+
+#[derive(Debug, Clone)]
+pub struct Csi {
+    pub driver: String,
+    pub volume_handle: String,
+    pub volume_attributes: BTreeMap<String, String>,
+    pub fs_type: Option<String>,
+    pub node_stage_secret: Option<SecretRef>,
+    pub node_publish_secret: Option<SecretRef>,
+}
+
+/// A Secret by name and namespace (the job's unless the definition says).
+#[derive(Debug, Clone)]
+pub struct SecretRef {
+    pub name: String,
+    pub namespace: String,
+}
+
+/// Serialize, like the other pod-only sources: part of the run identity.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmptyDir {
+    /// `None` for the node's disk, `Memory` for tmpfs.
+    pub medium: Option<String>,
+    pub size_limit: Option<String>,
+}
+
+/// A ConfigMap or Secret volume.
+#[derive(Debug, Clone, Serialize)]
+pub struct Projection {
+    pub name: String,
+    pub items: Vec<KeyToPath>,
+    pub default_mode: Option<i32>,
+    pub optional: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyToPath {
+    pub key: String,
+    pub path: String,
+    pub mode: Option<i32>,
 }
 
 #[derive(Debug, Clone)]
@@ -333,7 +416,7 @@ pub fn resolve(
         .hyperparameters_as
         .clone()
         .unwrap_or_else(|| vec![HyperparameterStyle::Flags]);
-    let roles = RoleKind::ALL
+    let roles: Vec<Role> = RoleKind::ALL
         .into_iter()
         .filter_map(|kind| {
             let r = kind.of(&spec.roles)?;
@@ -367,45 +450,18 @@ pub fn resolve(
             })
         })
         .collect();
+    let namespace = namespace_of(def, defaults);
     let storage = spec
         .storage
         .iter()
-        .map(|v| {
-            let size = v.size.as_ref().map(def::Scalar::render).unwrap_or_default();
-            let access_mode = v
-                .access_mode
-                .clone()
-                .unwrap_or_else(|| DEFAULT_ACCESS_MODE.to_owned());
-            let source = if let Some(nfs) = &v.nfs {
-                VolumeSource::Nfs {
-                    server: nfs.server.clone(),
-                    path: nfs.path.clone(),
-                    size,
-                    access_mode,
-                }
-            } else if let Some(claim) = &v.existing_claim {
-                VolumeSource::ExistingClaim(claim.clone())
-            } else {
-                VolumeSource::Dynamic {
-                    storage_class: v.storage_class.clone(),
-                    size,
-                    access_mode,
-                }
-            };
-            Volume {
-                name: v.name.clone(),
-                mount_path: v.mount_path.clone(),
-                read_only: v.read_only,
-                source,
-            }
-        })
+        .map(|v| resolve_volume(v, &namespace, &roles))
         .collect();
     let rp = &spec.run_policy;
     let target = target_of(def, defaults);
     Job {
         source: source.to_owned(),
         name: def.metadata.name.clone(),
-        namespace: namespace_of(def, defaults),
+        namespace,
         labels,
         annotations,
         target,
@@ -488,6 +544,110 @@ pub fn resolve(
                     }]
                 }),
         }),
+    }
+}
+
+fn resolve_volume(v: &def::Volume, namespace: &str, roles: &[Role]) -> Volume {
+    let size = v.size.as_ref().map(def::Scalar::render).unwrap_or_default();
+    let access_mode = v
+        .access_mode
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ACCESS_MODE.to_owned());
+    let secret = |r: &Option<def::SecretRef>| {
+        r.as_ref().map(|r| SecretRef {
+            name: r.name.clone(),
+            namespace: r.namespace.clone().unwrap_or_else(|| namespace.to_owned()),
+        })
+    };
+    let mut read_only = v.read_only;
+    let source = if let Some(nfs) = &v.nfs {
+        VolumeSource::Pv {
+            source: PvSource::Nfs {
+                server: nfs.server.clone(),
+                path: nfs.path.clone(),
+            },
+            mount_options: nfs.mount_options.clone(),
+            size,
+            access_mode,
+        }
+    } else if let Some(csi) = &v.csi {
+        VolumeSource::Pv {
+            source: PvSource::Csi(Csi {
+                driver: csi.driver.clone(),
+                volume_handle: csi.volume_handle.clone(),
+                volume_attributes: csi.volume_attributes.clone(),
+                fs_type: csi.fs_type.clone(),
+                node_stage_secret: secret(&csi.node_stage_secret_ref),
+                node_publish_secret: secret(&csi.node_publish_secret_ref),
+            }),
+            mount_options: csi.mount_options.clone(),
+            size,
+            access_mode,
+        }
+    } else if let Some(claim) = &v.existing_claim {
+        VolumeSource::ExistingClaim(claim.clone())
+    } else if v.selector.is_some() || v.volume_name.is_some() {
+        VolumeSource::Bind {
+            selector: v.selector.clone(),
+            volume_name: v.volume_name.clone(),
+            storage_class: v.storage_class.clone(),
+            size,
+            access_mode,
+        }
+    } else if let Some(e) = &v.empty_dir {
+        VolumeSource::EmptyDir(EmptyDir {
+            // `""` is the node's disk, as when the field is left out.
+            medium: e.medium.clone().filter(|m| !m.is_empty()),
+            size_limit: e.size_limit.as_ref().map(def::Scalar::render),
+        })
+    } else if let Some(c) = &v.config_map {
+        read_only = true;
+        VolumeSource::ConfigMap(projection(c))
+    } else if let Some(s) = &v.secret {
+        read_only = true;
+        VolumeSource::Secret(projection(s))
+    } else {
+        VolumeSource::Dynamic {
+            storage_class: v.storage_class.clone(),
+            size,
+            access_mode,
+        }
+    };
+    let mut mounting: Vec<RoleKind> = v.roles.clone();
+    mounting.sort();
+    mounting.dedup();
+    // Listing every role the job has is the same pods as listing none.
+    if roles.iter().all(|r| mounting.contains(&r.kind)) {
+        mounting.clear();
+    }
+    Volume {
+        name: v.name.clone(),
+        mount_path: v.mount_path.clone(),
+        read_only,
+        source,
+        roles: mounting,
+    }
+}
+
+/// A file mode as validated: a whole number from 0 to 0777.
+fn mode(n: &serde_json::Number) -> Option<i32> {
+    n.as_i64().and_then(|m| i32::try_from(m).ok())
+}
+
+fn projection(p: &def::Projection) -> Projection {
+    Projection {
+        name: p.name.clone(),
+        items: p
+            .items
+            .iter()
+            .map(|i| KeyToPath {
+                key: i.key.clone(),
+                path: i.path.clone(),
+                mode: i.mode.as_ref().and_then(mode),
+            })
+            .collect(),
+        default_mode: p.default_mode.as_ref().and_then(mode),
+        optional: p.optional,
     }
 }
 

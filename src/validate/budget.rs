@@ -27,10 +27,30 @@ fn weight(v: &Value) -> u64 {
 
 /// The settings of a task of each role: the document, less what reaches no
 /// task's pod (the build inputs, which go to the Dockerfile; TensorBoard,
-/// its own Deployment; an NFS export, its PersistentVolume) and less the
-/// other roles. `(role, replicas, bytes per task)` for roles with tasks.
+/// its own Deployment; an NFS or CSI volume and a claim's selector, the
+/// PersistentVolume and the claim) and less the other roles (their own
+/// settings, and the volumes only they mount). `(role, replicas, bytes per
+/// task)` for roles with tasks.
 fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
     let at = |p: &str| doc.value.pointer(p).map_or(0, weight);
+    let mut outside = 0u64;
+    let mut only: Vec<(RoleKind, u64)> = Vec::new();
+    for (i, v) in def.spec.storage.iter().enumerate() {
+        let base = format!("/spec/storage/{i}");
+        let claim_only: u64 = ["nfs", "csi", "selector"]
+            .iter()
+            .map(|f| at(&format!("{base}/{f}")))
+            .sum();
+        outside += claim_only;
+        if !v.roles.is_empty() {
+            let rest = at(&base).saturating_sub(claim_only);
+            outside += rest;
+            let mut roles = v.roles.clone();
+            roles.sort();
+            roles.dedup();
+            only.extend(roles.into_iter().map(|k| (k, rest)));
+        }
+    }
     let roles: Vec<(RoleKind, u64, u64)> = RoleKind::ALL
         .into_iter()
         .filter_map(|k| {
@@ -38,16 +58,16 @@ fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
             Some((k, n, at(&format!("/spec/roles/{}", k.as_str()))))
         })
         .collect();
-    let nfs: u64 = (0..def.spec.storage.len())
-        .map(|i| at(&format!("/spec/storage/{i}/nfs")))
-        .sum();
     let common = weight(&doc.value)
-        .saturating_sub(at("/spec/build") + at("/spec/tensorboard") + nfs)
+        .saturating_sub(at("/spec/build") + at("/spec/tensorboard") + outside)
         .saturating_sub(roles.iter().map(|(_, _, w)| w).sum());
     roles
         .into_iter()
         .filter(|(_, n, _)| *n > 0)
-        .map(|(k, n, w)| (k, n, common + w))
+        .map(|(k, n, w)| {
+            let mounts: u64 = only.iter().filter(|(r, _)| *r == k).map(|(_, b)| b).sum();
+            (k, n, common + w + mounts)
+        })
         .collect()
 }
 

@@ -9,7 +9,9 @@ use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
 use crate::model::definition::HyperparameterStyle;
 use crate::model::definition::Target;
-use crate::model::definition::{Scalar, Toleration, TrainingJob, Volume};
+use crate::model::definition::{
+    Projection, Scalar, Selector, Toleration, TrainingJob, Volume, VolumeKind,
+};
 use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
 use crate::names;
@@ -216,6 +218,14 @@ fn quantities(cx: &mut Ctx, def: &TrainingJob) {
         if let Some(q) = &v.size {
             check_quantity(cx, &format!("/spec/storage/{i}/size"), q, "size");
         }
+        if let Some(q) = v.empty_dir.as_ref().and_then(|e| e.size_limit.as_ref()) {
+            check_quantity(
+                cx,
+                &format!("/spec/storage/{i}/emptyDir/sizeLimit"),
+                q,
+                "sizeLimit",
+            );
+        }
     }
     if let Some(q) = &def.spec.shm_size {
         check_quantity(cx, "/spec/shmSize", q, "shmSize");
@@ -275,39 +285,236 @@ fn storage(cx: &mut Ctx, def: &TrainingJob) {
                 ),
             );
         }
-        let sources = [
-            ("nfs", v.nfs.is_some()),
-            ("existingClaim", v.existing_claim.is_some()),
-            ("storageClass", v.storage_class.is_some()),
-        ];
-        let given: Vec<&str> = sources.iter().filter(|s| s.1).map(|s| s.0).collect();
-        if given.len() > 1 {
-            cx.error_at_key(
-                &format!("{at}/{}", given[1]),
-                format!("a volume takes one of `nfs`, `existingClaim` or `storageClass`, found `{}` and `{}`", given[0], given[1]),
-                "keep the one that says where the data lives",
-            );
+        sources(cx, &at, v);
+        let kind = v.kind();
+        for (field, given) in [
+            ("size", v.size.is_some()),
+            ("accessMode", v.access_mode.is_some()),
+        ] {
+            if given && !kind.writes_claim() {
+                let hint = match (kind, field) {
+                    (VolumeKind::ExistingClaim, "size") => {
+                        "remove `size`; the claim's own size applies"
+                    }
+                    (VolumeKind::ExistingClaim, _) => {
+                        "remove `accessMode`; the claim's own access modes apply"
+                    }
+                    (VolumeKind::EmptyDir, "size") => {
+                        "remove `size`; `emptyDir.sizeLimit` bounds what a pod may write there"
+                    }
+                    _ => "trainc writes no claim for this volume; remove the field",
+                };
+                cx.error_at_key(
+                    &format!("{at}/{field}"),
+                    format!("`{field}` has no effect on {}", kind.describe()),
+                    hint,
+                );
+            }
         }
-        if v.existing_claim.is_some() {
-            if v.size.is_some() {
-                cx.error_at_key(
-                    &format!("{at}/size"),
-                    "`size` has no effect on an existing claim",
-                    "remove `size`; the claim's own size applies",
-                );
-            }
-            if v.access_mode.is_some() {
-                cx.error_at_key(
-                    &format!("{at}/accessMode"),
-                    "`accessMode` has no effect on an existing claim",
-                    "remove `accessMode`; the claim's own access modes apply",
-                );
-            }
-        } else if v.size.is_none() {
+        if kind.writes_claim() && v.size.is_none() {
             cx.error_at_key(
                 &at,
                 format!("volume `{}` needs a `size`", v.name),
                 "add e.g. `size: 10Gi`",
+            );
+        }
+        if kind == VolumeKind::EmptyDir && v.read_only {
+            cx.error_at_key(
+                &format!("{at}/readOnly"),
+                "a read-only emptyDir volume is always empty",
+                "remove `readOnly`",
+            );
+        }
+        if let Some(sel) = &v.selector {
+            selector(cx, &format!("{at}/selector"), sel);
+        }
+        for (field, p) in [("configMap", &v.config_map), ("secret", &v.secret)] {
+            if let Some(p) = p {
+                projection(cx, &format!("{at}/{field}"), p);
+            }
+        }
+        mounting_roles(cx, def, &at, v);
+    }
+}
+
+/// The source fields a volume gives: exactly one source, except that
+/// `selector`, `volumeName` and `storageClass` together describe one claim.
+fn sources(cx: &mut Ctx, at: &str, v: &Volume) {
+    let given: Vec<&str> = [
+        ("nfs", v.nfs.is_some()),
+        ("csi", v.csi.is_some()),
+        ("existingClaim", v.existing_claim.is_some()),
+        ("selector", v.selector.is_some()),
+        ("volumeName", v.volume_name.is_some()),
+        ("emptyDir", v.empty_dir.is_some()),
+        ("configMap", v.config_map.is_some()),
+        ("secret", v.secret.is_some()),
+        ("storageClass", v.storage_class.is_some()),
+    ]
+    .into_iter()
+    .filter(|s| s.1)
+    .map(|s| s.0)
+    .collect();
+    let claim = ["selector", "volumeName", "storageClass"];
+    for (i, second) in given.iter().enumerate() {
+        let clash = given[..i]
+            .iter()
+            .find(|first| !(claim.contains(first) && claim.contains(second)));
+        if let Some(first) = clash {
+            cx.error_at_key(
+                &format!("{at}/{second}"),
+                format!("a volume has one source, found `{first}` and `{second}`"),
+                "keep the one that says where the data lives: `nfs`, `csi`, `existingClaim`, `selector` and/or `volumeName` (with `storageClass` if the volume has one), `emptyDir`, `configMap`, `secret`, or `storageClass` alone for a dynamic claim",
+            );
+            return;
+        }
+    }
+}
+
+const LABEL_KEY_HINT: &str =
+    "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'";
+const LABEL_VALUE_HINT: &str =
+    "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+
+/// A label selector, held to the rules the API server applies.
+fn selector(cx: &mut Ctx, at: &str, sel: &Selector) {
+    for (k, v) in &sel.match_labels {
+        let here = format!("{at}/matchLabels/{}", pointer_segment(k));
+        if !key_ok(k) {
+            cx.error_at_key(
+                &here,
+                format!("`{k}` is not a valid label key"),
+                LABEL_KEY_HINT,
+            );
+        }
+        if !(v.is_empty() || label_name_ok(v)) {
+            cx.error(
+                &here,
+                format!("`{v}` is not a valid label value"),
+                LABEL_VALUE_HINT,
+            );
+        }
+    }
+    for (j, r) in sel.match_expressions.iter().enumerate() {
+        let here = format!("{at}/matchExpressions/{j}");
+        if !key_ok(&r.key) {
+            cx.error(
+                &format!("{here}/key"),
+                format!("`{}` is not a valid label key", r.key),
+                LABEL_KEY_HINT,
+            );
+        }
+        let takes_values = matches!(r.operator.as_str(), "In" | "NotIn");
+        if takes_values && r.values.is_empty() {
+            cx.error(
+                &format!("{here}/operator"),
+                format!("operator `{}` needs at least one value", r.operator),
+                "list them under `values`, or use `Exists`",
+            );
+        } else if !takes_values && !r.values.is_empty() {
+            cx.error_at_key(
+                &format!("{here}/values"),
+                format!("operator `{}` takes no values", r.operator),
+                "remove `values`, or use `In` or `NotIn`",
+            );
+        }
+        for (n, v) in r.values.iter().enumerate() {
+            if !(v.is_empty() || label_name_ok(v)) {
+                cx.error(
+                    &format!("{here}/values/{n}"),
+                    format!("`{v}` is not a valid label value"),
+                    LABEL_VALUE_HINT,
+                );
+            }
+        }
+    }
+}
+
+/// A ConfigMap or Secret volume: file paths that stay below the mount, and
+/// modes written unambiguously.
+fn projection(cx: &mut Ctx, at: &str, p: &Projection) {
+    if let Some(m) = &p.default_mode {
+        file_mode(cx, &format!("{at}/defaultMode"), m);
+    }
+    let mut paths: BTreeMap<&str, usize> = BTreeMap::new();
+    for (j, item) in p.items.iter().enumerate() {
+        let here = format!("{at}/items/{j}");
+        let path = item.path.as_str();
+        if path.starts_with('/') || path.starts_with("..") || path.split('/').any(|s| s == "..") {
+            cx.error(
+                &format!("{here}/path"),
+                format!("`{path}` leaves the volume"),
+                "give a relative path without `..`, such as `config/app.json`",
+            );
+        }
+        if let Some(first) = paths.insert(path, j) {
+            cx.error(
+                &format!("{here}/path"),
+                format!("path `{path}` is already used by items[{first}]"),
+                "give every key its own path",
+            );
+        }
+        if let Some(m) = &item.mode {
+            file_mode(cx, &format!("{here}/mode"), m);
+        }
+    }
+}
+
+/// How YAML 1.1 writes an octal number (`0440`), if `text` is one. kubectl
+/// reads that as octal, YAML 1.2 (and trainc) as a decimal with a leading
+/// zero, so it is refused rather than guessed.
+pub(crate) fn legacy_octal(text: &str) -> Option<String> {
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    let rest = digits.strip_prefix('0')?;
+    if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let octal = i64::from_str_radix(rest, 8).ok();
+    Some(match octal {
+        Some(n) => format!("write `0o{rest}` for octal, or the decimal `{n}`"),
+        None => format!("`{text}` is no octal number either; write octal with `0o`, e.g. `0o644`"),
+    })
+}
+
+fn file_mode(cx: &mut Ctx, pointer: &str, n: &serde_json::Number) {
+    let text = cx.doc.source_text(pointer).unwrap_or_default().to_owned();
+    if let Some(hint) = legacy_octal(&text) {
+        cx.error(
+            pointer,
+            format!(
+                "`{text}` is ambiguous: YAML 1.1 (kubectl) reads it as octal, YAML 1.2 as decimal"
+            ),
+            hint,
+        );
+    } else if n.as_i64().is_none() {
+        cx.error(
+            pointer,
+            format!("file mode `{text}` is not a whole number"),
+            "write octal as `0o644`, or a decimal such as `420`",
+        );
+    }
+}
+
+/// `roles`: each role once, and one that has tasks.
+fn mounting_roles(cx: &mut Ctx, def: &TrainingJob, at: &str, v: &Volume) {
+    let mut seen = Vec::new();
+    for (j, kind) in v.roles.iter().enumerate() {
+        let here = format!("{at}/roles/{j}");
+        let role = kind.as_str();
+        if seen.contains(kind) {
+            cx.error(
+                &here,
+                format!("role `{role}` is listed twice"),
+                "list each role once",
+            );
+            continue;
+        }
+        seen.push(*kind);
+        if replicas(def, *kind) == 0 {
+            cx.error(
+                &here,
+                format!("the job has no {role} tasks to mount volume `{}`", v.name),
+                format!("remove `{role}` here, or give `spec.roles.{role}` replicas"),
             );
         }
     }
@@ -357,6 +564,20 @@ fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
                 hint,
             );
         }
+        Some((i, v)) if !v.kind().is_claim() => {
+            cx.error(
+                "/spec/tensorboard/logDir",
+                format!(
+                    "log directory `{}` is on volume `{}`, {} that TensorBoard cannot mount",
+                    tb.log_dir,
+                    v.name,
+                    v.kind().describe()
+                ),
+                format!(
+                    "TensorBoard runs in a pod of its own; put the logs on a volume backed by a claim (`nfs`, `csi`, `existingClaim`, `selector`, `volumeName` or a dynamic claim) instead of spec.storage[{i}]"
+                ),
+            );
+        }
         Some((i, v)) if v.read_only || v.access_mode.as_deref() == Some("ReadOnlyMany") => {
             cx.error(
                 "/spec/tensorboard/logDir",
@@ -373,18 +594,27 @@ fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-/// Every task mounts every volume (TensorBoard mounts the one holding its
-/// logs), and tasks land on different nodes: a single-node access mode would
-/// leave all but the first pod waiting on a Multi-Attach error.
+/// The tasks of the roles that mount a volume (every role, unless it says)
+/// and TensorBoard, for the volume holding its logs, land on different
+/// nodes: a single-node access mode would leave all but the first pod
+/// waiting on a Multi-Attach error.
 fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
-    let tasks: u32 = RoleKind::ALL.iter().map(|k| replicas(def, *k)).sum();
     let log = log_volume(def).map(|(i, _)| i);
     for (i, v) in def.spec.storage.iter().enumerate() {
+        if !v.kind().writes_claim() {
+            continue;
+        }
         let mode = v.access_mode.as_deref().unwrap_or("ReadWriteMany");
         if !matches!(mode, "ReadWriteOnce" | "ReadWriteOncePod") {
             continue;
         }
-        let pods = tasks + u32::from(log == Some(i));
+        let tasks: u32 = RoleKind::ALL
+            .iter()
+            .filter(|k| v.roles.is_empty() || v.roles.contains(k))
+            .map(|k| replicas(def, *k))
+            .sum();
+        let tensorboard = log == Some(i);
+        let pods = tasks + u32::from(tensorboard);
         if pods > 1 {
             cx.error(
                 &format!("/spec/storage/{i}/accessMode"),
@@ -392,7 +622,14 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
                     "volume `{}` is {mode}, but {pods} pods mount it",
                     v.name
                 ),
-                "every task mounts every volume, on different nodes; use `ReadWriteMany` (NFS, CephFS, a cloud file store) or `ReadOnlyMany` for shared input",
+                format!(
+                    "the pods that mount a volume run on different nodes{}; use `ReadWriteMany` (NFS, CephFS, a cloud file store), `ReadOnlyMany` for shared input, or `roles` to mount it in one task only",
+                    if tensorboard {
+                        ", and TensorBoard mounts the one holding its logs"
+                    } else {
+                        ""
+                    }
+                ),
             );
         }
     }
@@ -604,7 +841,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
         names::SUBDOMAIN_MAX,
     );
     for v in &def.spec.storage {
-        if v.existing_claim.is_none() {
+        if v.kind().writes_claim() {
             add(
                 "PersistentVolumeClaim",
                 true,
@@ -612,7 +849,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
                 names::SUBDOMAIN_MAX,
             );
         }
-        if v.nfs.is_some() {
+        if matches!(v.kind(), VolumeKind::Nfs | VolumeKind::Csi) {
             add(
                 "PersistentVolume",
                 false,
@@ -664,6 +901,19 @@ mod tests {
         assert!(!key_ok("Example.com/team"));
         assert!(!key_ok("-team"));
         assert!(!key_ok(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn yaml_1_1_octals_are_recognised() {
+        assert_eq!(
+            legacy_octal("0440").as_deref(),
+            Some("write `0o440` for octal, or the decimal `288`")
+        );
+        assert!(legacy_octal("0o440").is_none());
+        assert!(legacy_octal("288").is_none());
+        assert!(legacy_octal("0").is_none());
+        assert!(legacy_octal("0x1ff").is_none());
+        assert!(legacy_octal("089").is_some_and(|h| h.contains("no octal")));
     }
 
     #[test]

@@ -168,10 +168,21 @@ impl Schema {
             ValidationErrorKind::Minimum { limit } => vec![
                 diag(format!("{} is less than {limit}", short(instance))).at(doc.locate(&pointer)),
             ],
-            ValidationErrorKind::Maximum { limit } => vec![
-                diag(format!("{} is greater than {limit}", short(instance)))
+            ValidationErrorKind::Maximum { limit } => {
+                // `0644`, meant as octal, read as 644.
+                let text = doc.source_text(&pointer).unwrap_or_default();
+                vec![
+                    match super::rules::legacy_octal(text) {
+                        Some(hint) => diag(format!(
+                            "`{text}` is the decimal {} in YAML 1.2, greater than {limit}",
+                            text.trim_start_matches(['+', '0'])
+                        ))
+                        .hint(hint),
+                        None => diag(format!("{} is greater than {limit}", short(instance))),
+                    }
                     .at(doc.locate(&pointer)),
-            ],
+                ]
+            }
             ValidationErrorKind::MaxLength { limit } => vec![
                 diag(format!(
                     "{} is longer than {limit} characters",

@@ -174,6 +174,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
         "mnist",
         Variant::ProjectFor("trainc.collective.yaml", "tfjob"),
     ),
+    ("storage", Variant::Target("jobset")),
+    ("storage", Variant::Target("tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -258,7 +260,7 @@ fn retarget(name: &str, dir: &Path, file: &'static str, target: &str) -> &'stati
 #[allow(dead_code)]
 pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
+    for example in ["mnist", "mnist-cpu", "kitchen-sink", "storage"] {
         let (dir, _) = build_example(example);
         let deploy = dir.path().join("deploy");
         out.push((example.to_owned(), dir, deploy));
