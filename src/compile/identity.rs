@@ -33,6 +33,9 @@ struct Inputs<'a> {
     labels: &'a std::collections::BTreeMap<String, String>,
     annotations: &'a std::collections::BTreeMap<String, String>,
     image_pull_policy: Option<&'a str>,
+    /// Left out while empty: definitions without it keep their run names.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    image_pull_secrets: &'a [String],
     hyperparameters: &'a [(String, String)],
     hyperparameter_flags: bool,
     hyperparameter_env: bool,
@@ -64,6 +67,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         framework_version: _,
         build: _,
         image_pull_policy,
+        image_pull_secrets,
         hyperparameters,
         hyperparameter_flags,
         hyperparameter_env,
@@ -89,6 +93,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         labels,
         annotations,
         image_pull_policy: image_pull_policy.as_deref(),
+        image_pull_secrets,
         hyperparameters,
         hyperparameter_flags: *hyperparameter_flags,
         hyperparameter_env: *hyperparameter_env,
