@@ -164,10 +164,16 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
 /// The program the container runs: what the TensorBoard image must have.
 pub const COMMAND: &str = "tensorboard";
 
-/// The flags trainc sets (or that would contradict them: `--logdir_spec`
-/// replaces `--logdir`, `--host` undoes `--bind_all`); `tensorboard.args`
-/// may not repeat them.
-pub const OWN_FLAGS: [&str; 5] = ["logdir", "logdir_spec", "port", "host", "bind_all"];
+/// Flags `tensorboard.args` may not give, each with the flag trainc sets
+/// that it would repeat or undo: `--logdir_spec` replaces `--logdir`,
+/// `--host` narrows `--bind_all`.
+const OWN_FLAGS: [(&str, &str); 5] = [
+    ("logdir", "logdir"),
+    ("logdir_spec", "logdir"),
+    ("port", "port"),
+    ("bind_all", "bind_all"),
+    ("host", "bind_all"),
+];
 
 /// The container's arguments: trainc's flags, then the definition's.
 fn args(tb: &TensorBoard) -> Vec<String> {
@@ -180,14 +186,16 @@ fn args(tb: &TensorBoard) -> Vec<String> {
     a
 }
 
-/// The flag an argument sets, if it is one of [`OWN_FLAGS`]: `--port=1`,
-/// `--port 1`, `-port` and `--noport` (absl's negation) all count.
-pub fn own_flag(arg: &str) -> Option<&'static str> {
+/// The flag trainc sets that an argument repeats or undoes, if any:
+/// `--port=1`, `--port 1`, `-port` and `--noport` (absl's negation) all
+/// count.
+pub fn clashing_flag(arg: &str) -> Option<&'static str> {
     let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
     let name = name.split_once('=').map_or(name, |(n, _)| n);
     OWN_FLAGS
         .into_iter()
-        .find(|f| name == *f || name.strip_prefix("no") == Some(*f))
+        .find(|(f, _)| name == *f || name.strip_prefix("no") == Some(*f))
+        .map(|(_, own)| own)
 }
 
 fn resources(tb: &TensorBoard) -> ResourceRequirements {

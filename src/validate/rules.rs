@@ -715,14 +715,19 @@ fn pod_settings(cx: &mut Ctx, def: &TrainingJob) {
         "annotation",
     );
     for (i, arg) in tb.args.iter().enumerate() {
-        if let Some(flag) = compile::tensorboard::own_flag(arg) {
+        if let Some(own) = compile::tensorboard::clashing_flag(arg) {
+            let written = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
             cx.error(
                 &format!("/spec/tensorboard/args/{i}"),
-                format!("`--{flag}` is set by trainc"),
-                match flag {
-                    "logdir" | "logdir_spec" => "set the log directory with `tensorboard.logDir`",
+                if written == format!("--{own}") {
+                    format!("`{written}` is set by trainc")
+                } else {
+                    format!("`{written}` clashes with `--{own}`, which trainc sets")
+                },
+                match own {
+                    "logdir" => "set the log directory with `tensorboard.logDir`",
                     "port" => "set the port with `tensorboard.port`",
-                    _ => "trainc makes TensorBoard listen on every address, for its Service",
+                    _ => "TensorBoard listens on every address, for its Service and probes",
                 },
             );
         }
@@ -935,6 +940,31 @@ mod tests {
         assert!(!key_ok("Example.com/team"));
         assert!(!key_ok("-team"));
         assert!(!key_ok(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn env_field_paths() {
+        assert!(field_path_ok("metadata.name"));
+        assert!(field_path_ok("status.podIPs"));
+        assert!(field_path_ok("metadata.labels['trainc.dev/run']"));
+        assert!(field_path_ok("metadata.annotations['Example.com/Owner']"));
+        assert!(!field_path_ok("metadata.labels['Example.com/x']"));
+        assert!(!field_path_ok("metadata.labels"));
+        assert!(!field_path_ok("metadata.labels['a'"));
+        assert!(!field_path_ok("status.phase"));
+    }
+
+    #[test]
+    fn tensorboard_flags_trainc_sets() {
+        use compile::tensorboard::clashing_flag;
+        assert_eq!(clashing_flag("--port=1"), Some("port"));
+        assert_eq!(clashing_flag("-port"), Some("port"));
+        assert_eq!(clashing_flag("--host"), Some("bind_all"));
+        assert_eq!(clashing_flag("--nobind_all"), Some("bind_all"));
+        assert_eq!(clashing_flag("--logdir_spec=a:/b"), Some("logdir"));
+        assert_eq!(clashing_flag("--reload_interval=5"), None);
+        assert_eq!(clashing_flag("--portal"), None);
+        assert_eq!(clashing_flag("port"), None);
     }
 
     #[test]
