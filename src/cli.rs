@@ -767,6 +767,9 @@ fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs, color: Color) -> Result
     if gpus > 0 {
         let _ = writeln!(stdout, "note: GPU requests are ignored locally");
     }
+    for note in crate::run::notes(&job, |name| std::env::var_os(name).is_some()) {
+        let _ = writeln!(stdout, "{note}");
+    }
     drop(stdout);
     let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
     Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))

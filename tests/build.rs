@@ -407,3 +407,102 @@ fn json_format_reports_findings_on_stdout() {
         }])
     );
 }
+
+/// The run a definition builds to, on `kubernetes`.
+fn run_of(definition: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(dir.path().join("jobs")).expect("mkdir");
+    fs::write(dir.path().join("jobs/pods.yaml"), definition).expect("write");
+    let o = run(dir.path(), &["build", "jobs", "--output", "deploy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = fs::read(
+        dir.path()
+            .join("deploy/default/pods/job-pods-worker-0.yaml"),
+    )
+    .expect("a worker's Job");
+    run_label(&job).expect("run label")
+}
+
+/// Every new pod setting reaches the run identity, and a setting that
+/// changes no pod (a role restating the job's pull policy) does not.
+#[test]
+fn pod_settings_are_part_of_the_run_identity() {
+    let base = "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: pods}\n\
+                spec:\n  image: example.com/pods:1\n  imagePullPolicy: IfNotPresent\n  env: {A: b}\n\
+                \x20 roles:\n    ps: {replicas: 1}\n    worker: {replicas: 2}\n";
+    let original = run_of(base);
+    let variant = |from: &str, to: &str| {
+        assert!(base.contains(from), "{from}");
+        run_of(&base.replacen(from, to, 1))
+    };
+    assert_eq!(
+        variant(
+            "worker: {replicas: 2",
+            "worker: {imagePullPolicy: IfNotPresent, replicas: 2"
+        ),
+        original,
+        "restating the job's pull policy changes no pod"
+    );
+    let changes = [
+        ("env: {A: b}", "env: {A: {secretKeyRef: {name: s, key: k}}}"),
+        (
+            "env: {A: b}",
+            "env: {A: {secretKeyRef: {name: s, key: k, optional: true}}}",
+        ),
+        (
+            "env: {A: b}",
+            "env: {A: b}\n  envFrom: [{configMapRef: {name: c}}]",
+        ),
+        ("env: {A: b}", "env: {A: b}\n  imagePullSecrets: [registry]"),
+        (
+            "worker: {replicas: 2",
+            "worker: {labels: {tier: gpu}, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {annotations: {a.example.com/b: c}, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {imagePullPolicy: Always, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {priorityClassName: high, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {spread: {across: node}, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {spread: {across: node, required: true}, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {pack: {within: node}, replicas: 2",
+        ),
+        (
+            "worker: {replicas: 2",
+            "worker: {resources: {gpu: 1}, replicas: 2",
+        ),
+    ];
+    let mut seen = BTreeMap::new();
+    for (from, to) in changes {
+        let run = variant(from, to);
+        assert_ne!(run, original, "{to}");
+        if let Some(other) = seen.insert(run.clone(), to) {
+            panic!("{to} and {other} both build {run}");
+        }
+    }
+    // The GPU toleration is the only difference between these two.
+    let gpu = "worker: {resources: {gpu: 1}, replicas: 2";
+    assert_ne!(
+        variant("worker: {replicas: 2", gpu),
+        run_of(&base.replacen("worker: {replicas: 2", gpu, 1).replacen(
+            "  roles:",
+            "  gpuToleration: false\n  roles:",
+            1
+        ))
+    );
+}

@@ -115,3 +115,25 @@ fn storage_tfjob() {
     let (_dir, tree) = common::build_example_for("storage", "tfjob");
     insta::assert_snapshot!(render(&tree));
 }
+
+/// Pod settings (issue 11, items 4–6): environment from Secrets,
+/// ConfigMaps and the pod, envFrom, pull secrets, per-role metadata, pull
+/// policy and priority, spread and pack, the GPU toleration, TensorBoard's
+/// Service annotations and flags.
+#[test]
+fn pod_settings() {
+    let (_dir, tree) = common::build_example("pod-settings");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn pod_settings_jobset() {
+    let (_dir, tree) = common::build_example_for("pod-settings", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn pod_settings_tfjob() {
+    let (_dir, tree) = common::build_example_for("pod-settings", "tfjob");
+    insta::assert_snapshot!(render(&tree));
+}

@@ -309,3 +309,79 @@ fn a_failing_task_ends_the_run_with_its_status_and_ctrl_c_stops_everything() {
         "their children too"
     );
 }
+
+/// Variables the cluster reads from Secrets, ConfigMaps or the pod: a local
+/// run takes them from trainc's own environment, leaves the others unset
+/// and says which, with `envFrom`, before any task starts.
+#[test]
+fn referenced_variables_come_from_trainc_s_environment_or_are_named_unset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("jobs")).expect("mkdir");
+    let script = dir.path().join("env.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"key=${WANDB_API_KEY-unset} pod=${POD_NAME-unset} data=${DATA_DIR-unset} level=$LOG_LEVEL\"\n",
+    )
+    .expect("write");
+    set_executable(&script);
+    std::fs::write(
+        dir.path().join("jobs/refs.yaml"),
+        format!(
+            "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {{name: refs, namespace: ml}}\n\
+             spec:\n  image: example.com/none:1\n  command: [{}]\n\
+             \x20 storage: [{{name: data, mountPath: /data, size: 1Gi}}]\n\
+             \x20 env:\n\
+             \x20   LOG_LEVEL: info\n\
+             \x20   WANDB_API_KEY: {{secretKeyRef: {{name: wandb, key: api-key}}}}\n\
+             \x20   DATA_DIR: {{configMapKeyRef: {{name: paths, key: data}}}}\n\
+             \x20 envFrom: [{{secretRef: {{name: s3}}, prefix: S3_}}]\n\
+             \x20 roles:\n\
+             \x20   ps: {{replicas: 1}}\n\
+             \x20   worker:\n\
+             \x20     replicas: 1\n\
+             \x20     env: {{POD_NAME: {{fieldRef: {{fieldPath: metadata.name}}}}}}\n\
+             \x20     envFrom: [{{configMapRef: {{name: tuning}}}}]\n",
+            script.display()
+        ),
+    )
+    .expect("write");
+    let work = dir.path().join("w");
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/refs.yaml", "--workdir"])
+        .arg(&work)
+        .env("WANDB_API_KEY", "from-the-shell")
+        .env("DATA_DIR", "/data/in")
+        .env_remove("POD_NAME")
+        .output()
+        .expect("trainc runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("running ml/refs locally: 2 tasks"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1],
+        "note: not set locally: POD_NAME (the cluster reads it from a Secret, a ConfigMap or the pod); set it in trainc's environment to pass it on",
+        "{out}"
+    );
+    assert_eq!(
+        lines[2],
+        "note: envFrom is not resolved locally: ConfigMap `tuning`, Secret `s3` (prefix `S3_`); the tasks see only trainc's own environment",
+        "{out}"
+    );
+    // A value from trainc's environment is a value like any other: its
+    // container paths map to the work directory.
+    let data = work.join("volumes/data/in");
+    for task in ["ps-0", "worker-0"] {
+        assert!(
+            out.contains(&format!(
+                "[{task}] key=from-the-shell pod=unset data={} level=info\n",
+                data.display()
+            )),
+            "{task}: {out}"
+        );
+    }
+}

@@ -38,6 +38,9 @@ struct Inputs<'a> {
     labels: &'a std::collections::BTreeMap<String, String>,
     annotations: &'a std::collections::BTreeMap<String, String>,
     image_pull_policy: Option<&'a str>,
+    /// Left out while empty: definitions without it keep their run names.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    image_pull_secrets: &'a [String],
     hyperparameters: &'a [(String, String)],
     hyperparameter_flags: bool,
     hyperparameter_env: bool,
@@ -139,6 +142,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         strategy,
         build: _,
         image_pull_policy,
+        image_pull_secrets,
         hyperparameters,
         hyperparameter_flags,
         hyperparameter_env,
@@ -165,6 +169,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         labels,
         annotations,
         image_pull_policy: image_pull_policy.as_deref(),
+        image_pull_secrets,
         hyperparameters,
         hyperparameter_flags: *hyperparameter_flags,
         hyperparameter_env: *hyperparameter_env,

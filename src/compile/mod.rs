@@ -14,7 +14,7 @@ pub mod network;
 pub mod pod;
 pub mod security;
 pub mod storage;
-mod tensorboard;
+pub mod tensorboard;
 pub mod tensorflow;
 pub mod tfjob;
 

@@ -6,17 +6,19 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume,
-    VolumeMount,
+    Affinity, ConfigMapEnvSource, ConfigMapKeySelector, ConfigMapVolumeSource, Container,
+    ContainerPort, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource, LocalObjectReference,
+    ObjectFieldSelector, PodAffinity, PodAffinityTerm, PodSpec, PodTemplateSpec,
+    ResourceFieldSelector, ResourceRequirements, SecretEnvSource, SecretKeySelector, Toleration,
+    TopologySpreadConstraint, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
 use crate::compile::{meta, security, storage};
 use crate::model::Job;
-use crate::model::job::{Role, hyperparameter_env_name};
+use crate::model::job::{EnvSource, EnvValue, Role, hyperparameter_env_name};
 
 pub const CONTAINER: &str = "tensorflow";
 /// The container port's name, unless the target's operator wants another.
@@ -66,39 +68,112 @@ fn values(
     index: Index,
     cluster: &ClusterSpec,
     sets_tf_config: bool,
-) -> BTreeMap<String, String> {
-    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+) -> BTreeMap<String, EnvValue> {
+    let mut vars: BTreeMap<String, EnvValue> = BTreeMap::new();
     if job.hyperparameter_env {
         for (k, v) in &job.hyperparameters {
-            vars.insert(hyperparameter_env_name(k), v.clone());
+            vars.insert(hyperparameter_env_name(k), EnvValue::Literal(v.clone()));
         }
     }
     vars.extend(role.env.clone());
-    vars.extend(tensorflow::env(
-        job,
-        role.kind,
-        index,
-        cluster,
-        sets_tf_config,
-    ));
+    vars.extend(
+        tensorflow::env(job, role.kind, index, cluster, sets_tf_config)
+            .into_iter()
+            .map(|(k, v)| (k, EnvValue::Literal(v))),
+    );
     vars
 }
 
-/// The environment of task `index` with every value written out: what
-/// `trainc run --local` gives a process.
+/// The environment of task `index` as the cluster would give it, values
+/// written out where the definition writes them: what `trainc run --local`
+/// starts a process with, once it has looked up the references.
 pub fn env_vars(
     job: &Job,
     role: &Role,
     index: u32,
     cluster: &ClusterSpec,
-) -> BTreeMap<String, String> {
+) -> BTreeMap<String, EnvValue> {
     values(job, role, Index::Fixed(index), cluster, true)
 }
 
+/// A variable as the container spec writes it: its value, or where the
+/// kubelet reads it from.
+fn env_var(name: String, value: EnvValue) -> EnvVar {
+    let source = match value {
+        EnvValue::Literal(value) => {
+            return EnvVar {
+                name,
+                value: Some(value),
+                ..EnvVar::default()
+            };
+        }
+        EnvValue::From(source) => source,
+    };
+    let value_from = match source {
+        EnvSource::SecretKeyRef(r) => EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: r.name,
+                key: r.key,
+                optional: r.optional,
+            }),
+            ..EnvVarSource::default()
+        },
+        EnvSource::ConfigMapKeyRef(r) => EnvVarSource {
+            config_map_key_ref: Some(ConfigMapKeySelector {
+                name: r.name,
+                key: r.key,
+                optional: r.optional,
+            }),
+            ..EnvVarSource::default()
+        },
+        EnvSource::FieldRef(r) => EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: r.field_path,
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        },
+        EnvSource::ResourceFieldRef { resource, divisor } => EnvVarSource {
+            resource_field_ref: Some(ResourceFieldSelector {
+                resource,
+                divisor: divisor.map(Quantity),
+                ..ResourceFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        },
+    };
+    EnvVar {
+        name,
+        value_from: Some(value_from),
+        ..EnvVar::default()
+    }
+}
+
+/// The container's `envFrom`: the job's, then the role's. Kubernetes gives
+/// `env` precedence over it, so nothing here overrides trainc's variables.
+fn env_from(role: &Role) -> Option<Vec<EnvFromSource>> {
+    (!role.env_from.is_empty()).then(|| {
+        role.env_from
+            .iter()
+            .map(|e| EnvFromSource {
+                secret_ref: e.secret_ref.as_ref().map(|r| SecretEnvSource {
+                    name: r.name.clone(),
+                    optional: r.optional,
+                }),
+                config_map_ref: e.config_map_ref.as_ref().map(|r| ConfigMapEnvSource {
+                    name: r.name.clone(),
+                    optional: r.optional,
+                }),
+                prefix: e.prefix.clone(),
+            })
+            .collect()
+    })
+}
+
 /// The container's `env`: a label-borne index first (Kubernetes expands
-/// `$(VAR)` only from variables defined earlier), then every variable
-/// sorted by name, the scratch home's among them unless the definition
-/// sets its own.
+/// `$(VAR)` only from variables defined earlier), then the variables read
+/// from elsewhere, then those with a value, each sorted by name, the
+/// scratch home's among them unless the definition sets its own.
 fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
     let mut out = Vec::new();
     if let Index::Label(label) = p.index {
@@ -114,13 +189,22 @@ fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
             ..EnvVar::default()
         });
     }
-    let mut vars = security::scratch_env();
+    let mut vars: BTreeMap<String, EnvValue> = security::scratch_env()
+        .into_iter()
+        .map(|(k, v)| (k, EnvValue::Literal(v)))
+        .collect();
     vars.extend(values(job, p.role, p.index, cluster, p.sets_tf_config));
-    out.extend(vars.into_iter().map(|(name, value)| EnvVar {
-        name,
-        value: Some(value),
-        ..EnvVar::default()
-    }));
+    // References before values, so that a value can use one
+    // (`postgres://u:$(DB_PASSWORD)@db`); a reference expands nothing itself.
+    let (references, literals): (Vec<_>, Vec<_>) = vars
+        .into_iter()
+        .partition(|(_, v)| matches!(v, EnvValue::From(_)));
+    out.extend(
+        references
+            .into_iter()
+            .chain(literals)
+            .map(|(name, value)| env_var(name, value)),
+    );
     out
 }
 
@@ -149,6 +233,16 @@ fn resources(job: &Job, role: &Role) -> Option<ResourceRequirements> {
     })
 }
 
+/// `imagePullSecrets` of every pod of the job.
+pub fn image_pull_secrets(job: &Job) -> Option<Vec<LocalObjectReference>> {
+    (!job.image_pull_secrets.is_empty()).then(|| {
+        job.image_pull_secrets
+            .iter()
+            .map(|name| LocalObjectReference { name: name.clone() })
+            .collect()
+    })
+}
+
 fn tolerations(role: &Role) -> Option<Vec<Toleration>> {
     (!role.tolerations.is_empty()).then(|| {
         role.tolerations
@@ -162,6 +256,64 @@ fn tolerations(role: &Role) -> Option<Vec<Toleration>> {
             })
             .collect()
     })
+}
+
+/// Where the role's pods go relative to each other: a spread constraint or
+/// a pod affinity over the run's pods of the same role.
+fn topology(role: &Role, run: &str) -> (Option<Vec<TopologySpreadConstraint>>, Option<Affinity>) {
+    let Some(t) = &role.topology else {
+        return (None, None);
+    };
+    let selector = LabelSelector {
+        match_labels: Some(BTreeMap::from([
+            (meta::RUN.to_owned(), run.to_owned()),
+            (meta::ROLE.to_owned(), role.kind.as_str().to_owned()),
+        ])),
+        ..LabelSelector::default()
+    };
+    if !t.pack {
+        let spread = TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: t.key.clone(),
+            when_unsatisfiable: if t.required {
+                "DoNotSchedule"
+            } else {
+                "ScheduleAnyway"
+            }
+            .to_owned(),
+            label_selector: Some(selector),
+            ..TopologySpreadConstraint::default()
+        };
+        return (Some(vec![spread]), None);
+    }
+    let term = PodAffinityTerm {
+        label_selector: Some(selector),
+        topology_key: t.key.clone(),
+        ..PodAffinityTerm::default()
+    };
+    let affinity = if t.required {
+        PodAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![term]),
+            ..PodAffinity::default()
+        }
+    } else {
+        PodAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: term,
+                },
+            ]),
+            ..PodAffinity::default()
+        }
+    };
+    (
+        None,
+        Some(Affinity {
+            pod_affinity: Some(affinity),
+            ..Affinity::default()
+        }),
+    )
 }
 
 /// The pod template of one task (or, with a label-borne index, of every
@@ -205,10 +357,11 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
     let container = Container {
         name: CONTAINER.to_owned(),
         image: Some(role.image.clone()),
-        image_pull_policy: job.image_pull_policy.clone(),
+        image_pull_policy: role.pull_policy(job).map(str::to_owned),
         command: (!role.command.is_empty()).then(|| role.command.clone()),
         args: Some(args(job, role, p.index, cluster)).filter(|a| !a.is_empty()),
         env: Some(env(job, p, cluster)).filter(|e| !e.is_empty()),
+        env_from: env_from(role),
         ports: Some(vec![ContainerPort {
             name: Some(p.port_name.to_owned()),
             container_port: i32::from(role.port),
@@ -225,15 +378,18 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
         Index::Label(_) => None,
     };
     let (hostname, subdomain) = p.hostname.clone().unzip();
+    let mut labels = meta::labels(job, meta::task_selector(job, p.run, role.kind, index));
+    // Validation keeps the role's keys clear of trainc's.
+    labels.extend(role.labels.clone());
+    // The user's annotations only: the source path would put the file
+    // name into the pod template, and moving a file must not retrain.
+    let mut annotations = job.annotations.clone();
+    annotations.extend(role.annotations.clone());
+    let (topology_spread_constraints, affinity) = topology(role, p.run);
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(meta::labels(
-                job,
-                meta::task_selector(job, p.run, role.kind, index),
-            )),
-            // The user's annotations only: the source path would put the file
-            // name into the pod template, and moving a file must not retrain.
-            annotations: Some(job.annotations.clone()).filter(|a| !a.is_empty()),
+            labels: Some(labels),
+            annotations: Some(annotations).filter(|a| !a.is_empty()),
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
@@ -242,12 +398,15 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
             subdomain,
             restart_policy: p.restart_policy.clone(),
             scheduler_name: rp.scheduler_name.clone(),
-            priority_class_name: rp.priority_class_name.clone(),
+            priority_class_name: role.priority_class(job).map(str::to_owned),
             service_account_name: job.service_account_name.clone(),
             automount_service_account_token: Some(job.security.automount_service_account_token),
             security_context: Some(security::pod(&job.security)),
             node_selector: (!role.node_selector.is_empty()).then(|| role.node_selector.clone()),
             tolerations: tolerations(role),
+            topology_spread_constraints,
+            affinity,
+            image_pull_secrets: image_pull_secrets(job),
             volumes: Some(volumes),
             ..PodSpec::default()
         }),

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::compile::{Manifest, meta, network, security, storage};
+use crate::compile::{Manifest, meta, network, pod, security, storage};
 use crate::model::Job;
 use crate::model::job::{Security, TensorBoard};
 use crate::names;
@@ -85,11 +85,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                         name: COMPONENT.to_owned(),
                         image: Some(tb.image.clone()),
                         command: Some(vec![COMMAND.to_owned()]),
-                        args: Some(vec![
-                            format!("--logdir={}", tb.log_dir),
-                            "--bind_all".to_owned(),
-                            format!("--port={port}"),
-                        ]),
+                        args: Some(args(tb)),
                         ports: Some(vec![ContainerPort {
                             name: Some("http".to_owned()),
                             container_port: port,
@@ -118,6 +114,9 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     // TensorBoard never calls the API server, whatever the
                     // tasks' service account is for.
                     automount_service_account_token: Some(false),
+                    // The image trainc builds lives beside the job's, in
+                    // the same registry.
+                    image_pull_secrets: pod::image_pull_secrets(job),
                     security_context: Some(security::pod(&restricted)),
                     volumes: Some(volumes),
                     ..PodSpec::default()
@@ -127,8 +126,14 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
         }),
         ..Deployment::default()
     };
+    let mut service_meta = meta::object(job, &name, true, labels);
+    // Load-balancer settings belong to the Service alone: on every object
+    // they would reach the pods, and with them the run's identity.
+    if let Some(a) = &mut service_meta.annotations {
+        a.extend(tb.service_annotations.clone());
+    }
     let service = Service {
-        metadata: meta::object(job, &name, true, labels),
+        metadata: service_meta,
         spec: Some(ServiceSpec {
             type_: Some(tb.service_type.clone()),
             load_balancer_source_ranges: Some(tb.load_balancer_source_ranges.clone())
@@ -155,6 +160,40 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
 
 /// The program the container runs: what the TensorBoard image must have.
 pub const COMMAND: &str = "tensorboard";
+
+/// Flags `tensorboard.args` may not give, each with the flag trainc sets
+/// that it would repeat or undo: `--logdir_spec` replaces `--logdir`,
+/// `--host` narrows `--bind_all`.
+const OWN_FLAGS: [(&str, &str); 5] = [
+    ("logdir", "logdir"),
+    ("logdir_spec", "logdir"),
+    ("port", "port"),
+    ("bind_all", "bind_all"),
+    ("host", "bind_all"),
+];
+
+/// The container's arguments: trainc's flags, then the definition's.
+fn args(tb: &TensorBoard) -> Vec<String> {
+    let mut a = vec![
+        format!("--logdir={}", tb.log_dir),
+        "--bind_all".to_owned(),
+        format!("--port={}", tb.port),
+    ];
+    a.extend(tb.args.iter().cloned());
+    a
+}
+
+/// The flag trainc sets that an argument repeats or undoes, if any:
+/// `--port=1`, `--port 1`, `-port` and `--noport` (absl's negation) all
+/// count.
+pub fn clashing_flag(arg: &str) -> Option<&'static str> {
+    let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+    let name = name.split_once('=').map_or(name, |(n, _)| n);
+    OWN_FLAGS
+        .into_iter()
+        .find(|(f, _)| name == *f || name.strip_prefix("no") == Some(*f))
+        .map(|(_, own)| own)
+}
 
 fn resources(tb: &TensorBoard) -> ResourceRequirements {
     let q = |cpu: &str, memory: &str| {

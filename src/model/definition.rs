@@ -103,13 +103,19 @@ pub struct Spec {
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]
-    pub env: BTreeMap<String, Scalar>,
+    pub env: BTreeMap<String, EnvValue>,
+    #[serde(default)]
+    pub env_from: Vec<EnvFrom>,
     #[serde(default)]
     pub hyperparameters: BTreeMap<String, Scalar>,
     pub hyperparameters_as: Option<Vec<HyperparameterStyle>>,
     #[serde(default)]
     pub cluster_spec: ClusterSpecOptions,
     pub gpu_resource_name: Option<String>,
+    /// Whether roles with GPUs tolerate the GPU taint without saying so.
+    pub gpu_toleration: Option<bool>,
+    #[serde(default)]
+    pub image_pull_secrets: Vec<String>,
     pub roles: Roles,
     #[serde(default)]
     pub storage: Vec<Volume>,
@@ -211,14 +217,26 @@ impl TrainingJob {
             }
         };
         let spec = &mut self.spec;
-        for (base, map) in [
-            ("/spec/env", &mut spec.env),
-            ("/spec/hyperparameters", &mut spec.hyperparameters),
-        ] {
-            for (k, v) in map.iter_mut() {
-                keep(format!("{base}/{}", pointer_segment(k)), v);
-            }
+        for (k, v) in &mut spec.hyperparameters {
+            keep(format!("/spec/hyperparameters/{}", pointer_segment(k)), v);
         }
+        let keep_env = |base: &str, env: &mut BTreeMap<String, EnvValue>| {
+            for (k, v) in env.iter_mut() {
+                let at = format!("{base}/{}", pointer_segment(k));
+                match v {
+                    EnvValue::Scalar(v) => keep(at, v),
+                    EnvValue::From(EnvSource {
+                        resource_field_ref:
+                            Some(ResourceFieldRef {
+                                divisor: Some(d), ..
+                            }),
+                        ..
+                    }) => keep(format!("{at}/resourceFieldRef/divisor"), d),
+                    EnvValue::From(_) => {}
+                }
+            }
+        };
+        keep_env("/spec/env", &mut spec.env);
         if let Some(v) = &mut spec.shm_size {
             keep("/spec/shmSize".into(), v);
         }
@@ -252,9 +270,7 @@ impl TrainingJob {
         ] {
             let Some(role) = role else { continue };
             let base = format!("/spec/roles/{name}");
-            for (k, v) in &mut role.env {
-                keep(format!("{base}/env/{}", pointer_segment(k)), v);
-            }
+            keep_env(&format!("{base}/env"), &mut role.env);
             if let Some(v) = &mut role.resources.cpu {
                 keep(format!("{base}/resources/cpu"), v);
             }
@@ -326,12 +342,105 @@ pub struct Role {
     pub command: Option<Vec<String>>,
     pub args: Option<Vec<String>>,
     #[serde(default)]
-    pub env: BTreeMap<String, Scalar>,
+    pub env: BTreeMap<String, EnvValue>,
+    #[serde(default)]
+    pub env_from: Vec<EnvFrom>,
     pub port: Option<u16>,
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
     #[serde(default)]
     pub tolerations: Vec<Toleration>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    pub image_pull_policy: Option<String>,
+    pub priority_class_name: Option<String>,
+    pub spread: Option<Spread>,
+    pub pack: Option<Pack>,
+}
+
+/// `spread`: the role's tasks spread evenly over the domains of a topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    pub across: String,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// `pack`: the role's tasks kept together in one domain of a topology.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pack {
+    pub within: String,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// A variable's value as written: a scalar, or a reference the kubelet
+/// resolves when the pod starts. Untagged: the schema has already said
+/// which one it is, and a reference is the only mapping.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum EnvValue {
+    From(EnvSource),
+    Scalar(Scalar),
+}
+
+/// Where a variable's value comes from: exactly one field is set
+/// (validation says so, located).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnvSource {
+    pub secret_key_ref: Option<KeyRef>,
+    pub config_map_key_ref: Option<KeyRef>,
+    pub field_ref: Option<FieldRef>,
+    pub resource_field_ref: Option<ResourceFieldRef>,
+}
+
+/// One key of a Secret or ConfigMap.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRef {
+    pub name: String,
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FieldRef {
+    pub field_path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceFieldRef {
+    pub resource: String,
+    pub divisor: Option<Scalar>,
+}
+
+/// An `envFrom` item: every key of one Secret or ConfigMap (exactly one of
+/// the two), optionally prefixed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnvFrom {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<ObjectRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ObjectRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectRef {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -532,6 +641,10 @@ pub struct TensorBoard {
     pub resources: TensorBoardResources,
     #[serde(default)]
     pub load_balancer_source_ranges: Vec<String>,
+    #[serde(default)]
+    pub service_annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -53,6 +53,9 @@ pub struct Job {
     /// their own then get the built image (see [`crate::image`]).
     pub build: Option<BuildInputs>,
     pub image_pull_policy: Option<String>,
+    /// Secrets every pod of the job pulls its image with (tasks and
+    /// TensorBoard, whose built image lives beside the job's).
+    pub image_pull_secrets: Vec<String>,
     /// `(name, value)`, sorted by name.
     pub hyperparameters: Vec<(String, String)>,
     pub hyperparameter_flags: bool,
@@ -186,13 +189,127 @@ pub struct Role {
     pub command: Vec<String>,
     pub args: Vec<String>,
     /// Job-wide variables overridden by the role's own.
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, EnvValue>,
+    /// The job's `envFrom`, then the role's. New fields from here on are
+    /// left out of the identity while unused, so that definitions without
+    /// them keep their run names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_from: Vec<def::EnvFrom>,
     pub port: u16,
     pub cpu: Option<String>,
     pub memory: Option<String>,
     pub gpu: u32,
     pub node_selector: BTreeMap<String, String>,
+    /// The role's own, then the GPU toleration trainc adds.
     pub tolerations: Vec<def::Toleration>,
+    /// Pod-template labels and annotations of this role, over the job's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Over [`Job::image_pull_policy`]; `None` where it says the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<String>,
+    /// Over [`RunPolicy::priority_class_name`]; `None` where it says the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
+}
+
+impl Role {
+    /// The pull policy of the role's container.
+    pub fn pull_policy<'a>(&'a self, job: &'a Job) -> Option<&'a str> {
+        self.image_pull_policy
+            .as_deref()
+            .or(job.image_pull_policy.as_deref())
+    }
+
+    /// The priority class of the role's pods.
+    pub fn priority_class<'a>(&'a self, job: &'a Job) -> Option<&'a str> {
+        self.priority_class_name
+            .as_deref()
+            .or(job.run_policy.priority_class_name.as_deref())
+    }
+}
+
+/// A variable's value in a task. Serialized untagged, so a literal weighs
+/// in the run identity exactly as the plain string it used to be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EnvValue {
+    Literal(String),
+    /// Resolved by the kubelet when the pod starts: the output names the
+    /// source, never its value.
+    From(EnvSource),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EnvSource {
+    SecretKeyRef(def::KeyRef),
+    ConfigMapKeyRef(def::KeyRef),
+    FieldRef(def::FieldRef),
+    #[serde(rename_all = "camelCase")]
+    ResourceFieldRef {
+        resource: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        divisor: Option<String>,
+    },
+}
+
+impl EnvValue {
+    fn resolve(v: &def::EnvValue) -> Self {
+        let s = match v {
+            def::EnvValue::Scalar(s) => return Self::Literal(s.render()),
+            def::EnvValue::From(s) => s,
+        };
+        // Validation makes sure exactly one source is set.
+        let source = if let Some(r) = &s.secret_key_ref {
+            EnvSource::SecretKeyRef(r.clone())
+        } else if let Some(r) = &s.config_map_key_ref {
+            EnvSource::ConfigMapKeyRef(r.clone())
+        } else if let Some(r) = &s.field_ref {
+            EnvSource::FieldRef(r.clone())
+        } else if let Some(r) = &s.resource_field_ref {
+            EnvSource::ResourceFieldRef {
+                resource: r.resource.clone(),
+                divisor: r.divisor.as_ref().map(def::Scalar::render),
+            }
+        } else {
+            return Self::Literal(String::new());
+        };
+        Self::From(source)
+    }
+
+    /// The value, when it is written in the definition.
+    pub fn literal(&self) -> Option<&str> {
+        match self {
+            Self::Literal(s) => Some(s),
+            Self::From(_) => None,
+        }
+    }
+}
+
+/// Where a role's pods go relative to each other: spread evenly over the
+/// domains of a topology, or packed into one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    pub pack: bool,
+    /// The node label that names a domain (`kubernetes.io/hostname`, ...).
+    pub key: String,
+    /// Refuse to schedule rather than settle for less.
+    pub required: bool,
+}
+
+/// The node label of a topology named in a definition: `node`, `zone`, or
+/// a label key as written.
+pub fn topology_key(name: &str) -> &str {
+    match name {
+        "node" => "kubernetes.io/hostname",
+        "zone" => "topology.kubernetes.io/zone",
+        key => key,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -320,6 +437,10 @@ pub struct TensorBoard {
     pub cpu_limit: String,
     pub memory_limit: String,
     pub load_balancer_source_ranges: Vec<String>,
+    /// On its Service only.
+    pub service_annotations: BTreeMap<String, String>,
+    /// After the flags trainc sets.
+    pub args: Vec<String>,
 }
 
 /// The TensorBoard image trainc writes a build spec for.
@@ -416,13 +537,53 @@ pub fn resolve(
         .hyperparameters_as
         .clone()
         .unwrap_or_else(|| vec![HyperparameterStyle::Flags]);
+    let gpu_resource_name = spec
+        .gpu_resource_name
+        .clone()
+        .or_else(|| defaults.gpu_resource_name.clone())
+        .unwrap_or_else(|| DEFAULT_GPU_RESOURCE.to_owned());
     let roles: Vec<Role> = RoleKind::ALL
         .into_iter()
         .filter_map(|kind| {
             let r = kind.of(&spec.roles)?;
             (r.replicas > 0).then(|| {
-                let mut env: BTreeMap<String, String> = scalar_map(&spec.env).collect();
-                env.extend(scalar_map(&r.env));
+                let env: BTreeMap<String, EnvValue> = spec
+                    .env
+                    .iter()
+                    .chain(&r.env)
+                    .map(|(k, v)| (k.clone(), EnvValue::resolve(v)))
+                    .collect();
+                let mut tolerations = r.tolerations.clone();
+                let gpu = r.resources.gpu.unwrap_or(0);
+                // The taint GPU node pools commonly carry, keyed by the
+                // resource: without it, GPU tasks stay pending there.
+                if gpu > 0
+                    && spec.gpu_toleration != Some(false)
+                    && !tolerations
+                        .iter()
+                        .any(|t| t.key.as_deref() == Some(gpu_resource_name.as_str()))
+                {
+                    tolerations.push(def::Toleration {
+                        key: Some(gpu_resource_name.clone()),
+                        operator: Some("Exists".to_owned()),
+                        value: None,
+                        effect: Some("NoSchedule".to_owned()),
+                        toleration_seconds: None,
+                    });
+                }
+                let topology = match (&r.spread, &r.pack) {
+                    (Some(s), _) => Some(Topology {
+                        pack: false,
+                        key: topology_key(&s.across).to_owned(),
+                        required: s.required,
+                    }),
+                    (None, Some(p)) => Some(Topology {
+                        pack: true,
+                        key: topology_key(&p.within).to_owned(),
+                        required: p.required,
+                    }),
+                    (None, None) => None,
+                };
                 Role {
                     kind,
                     replicas: r.replicas,
@@ -443,9 +604,21 @@ pub fn resolve(
                     port: r.port.unwrap_or(preset.port),
                     cpu: r.resources.cpu.as_ref().map(def::Scalar::render),
                     memory: r.resources.memory.as_ref().map(def::Scalar::render),
-                    gpu: r.resources.gpu.unwrap_or(0),
+                    gpu,
                     node_selector: r.node_selector.clone(),
-                    tolerations: r.tolerations.clone(),
+                    tolerations,
+                    env_from: spec.env_from.iter().chain(&r.env_from).cloned().collect(),
+                    labels: r.labels.clone(),
+                    annotations: r.annotations.clone(),
+                    image_pull_policy: r
+                        .image_pull_policy
+                        .clone()
+                        .filter(|p| Some(p) != spec.image_pull_policy.as_ref()),
+                    priority_class_name: r
+                        .priority_class_name
+                        .clone()
+                        .filter(|p| Some(p) != spec.run_policy.priority_class_name.as_ref()),
+                    topology,
                 }
             })
         })
@@ -469,16 +642,13 @@ pub fn resolve(
         strategy: spec.strategy.unwrap_or(Strategy::ParameterServer),
         build,
         image_pull_policy: spec.image_pull_policy.clone(),
+        image_pull_secrets: spec.image_pull_secrets.clone(),
         hyperparameters: scalar_map(&spec.hyperparameters).collect(),
         hyperparameter_flags: styles.contains(&HyperparameterStyle::Flags),
         hyperparameter_env: styles.contains(&HyperparameterStyle::Env),
         tf_config: spec.cluster_spec.tf_config,
         legacy_flags: spec.cluster_spec.legacy_flags,
-        gpu_resource_name: spec
-            .gpu_resource_name
-            .clone()
-            .or_else(|| defaults.gpu_resource_name.clone())
-            .unwrap_or_else(|| DEFAULT_GPU_RESOURCE.to_owned()),
+        gpu_resource_name,
         roles,
         storage,
         shm_size: spec.shm_size.as_ref().map(def::Scalar::render),
@@ -515,6 +685,8 @@ pub fn resolve(
                 } else {
                     t.load_balancer_source_ranges.clone()
                 },
+                service_annotations: t.service_annotations.clone(),
+                args: t.args.clone(),
             }
         }),
         run_policy: RunPolicy {

@@ -16,7 +16,7 @@ use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::diagnostic::Diagnostic;
 use crate::model::Job;
 use crate::model::definition::Strategy;
-use crate::model::job::RoleKind;
+use crate::model::job::{EnvValue, RoleKind};
 use crate::names;
 
 pub use supervise::supervise;
@@ -240,13 +240,17 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
             );
             let env = pod::env_vars(job, role, i, &cluster)
                 .into_iter()
-                .map(|(k, v)| {
-                    let v = if k == "TF_CONFIG" {
-                        v
-                    } else {
-                        map_value(&v, &map)
+                .filter_map(|(k, v)| {
+                    let v = match v {
+                        EnvValue::Literal(v) if k == "TF_CONFIG" => v,
+                        EnvValue::Literal(v) => map_value(&v, &map),
+                        // What the kubelet would read from a Secret, a
+                        // ConfigMap or the pod, trainc's own environment
+                        // stands in for; unset, the task inherits nothing
+                        // ([`notes`] says so).
+                        EnvValue::From(_) => map_value(&std::env::var(&k).ok()?, &map),
                     };
-                    (k, v)
+                    Some((k, v))
                 })
                 .collect();
             out.push(Task {
@@ -273,6 +277,57 @@ fn decisive(job: &Job, kind: RoleKind, index: u32) -> bool {
         (false, RoleKind::Worker, Strategy::MultiWorkerMirrored) => index == 0,
         (false, kind, _) => kind == RoleKind::Worker,
     }
+}
+
+/// What the cluster would give the tasks and a local run cannot: variables
+/// whose values come from Secrets, ConfigMaps or the pod and are not set in
+/// trainc's environment, and `envFrom` sources. One line each, for stdout
+/// before the tasks start.
+pub fn notes(job: &Job, is_set: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut unset: Vec<&str> = job
+        .roles
+        .iter()
+        .flat_map(|r| &r.env)
+        .filter(|(k, v)| v.literal().is_none() && !is_set(k))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    unset.sort_unstable();
+    unset.dedup();
+    let mut sources: Vec<String> = job
+        .roles
+        .iter()
+        .flat_map(|r| &r.env_from)
+        .map(|e| {
+            let (kind, name) = match (&e.secret_ref, &e.config_map_ref) {
+                (Some(r), _) => ("Secret", r.name.as_str()),
+                (None, Some(r)) => ("ConfigMap", r.name.as_str()),
+                (None, None) => ("", ""),
+            };
+            match &e.prefix {
+                Some(p) => format!("{kind} `{name}` (prefix `{p}`)"),
+                None => format!("{kind} `{name}`"),
+            }
+        })
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let mut out = Vec::new();
+    if !unset.is_empty() {
+        out.push(format!(
+            "note: not set locally: {} (the cluster reads {} from a Secret, a ConfigMap or the pod); set {} in trainc's environment to pass {} on",
+            unset.join(", "),
+            if unset.len() == 1 { "it" } else { "them" },
+            if unset.len() == 1 { "it" } else { "them" },
+            if unset.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    if !sources.is_empty() {
+        out.push(format!(
+            "note: envFrom is not resolved locally: {}; the tasks see only trainc's own environment",
+            sources.join(", ")
+        ));
+    }
+    out
 }
 
 /// Checks that `python` runs and has TensorFlow, before starting anything.

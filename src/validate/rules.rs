@@ -10,7 +10,8 @@ use crate::load::{Document, pointer_segment};
 use crate::model::definition::HyperparameterStyle;
 use crate::model::definition::Target;
 use crate::model::definition::{
-    Projection, Scalar, Selector, Toleration, TrainingJob, Volume, VolumeKind,
+    EnvFrom, EnvSource, EnvValue, Projection, Scalar, Selector, Toleration, TrainingJob, Volume,
+    VolumeKind,
 };
 use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
@@ -92,7 +93,9 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     super::security::check(&mut cx, def);
     access_modes(&mut cx, def);
     environment(&mut cx, def, target_of(def, defaults));
+    env_sources(&mut cx, def);
     labels(&mut cx, def);
+    pod_settings(&mut cx, def);
     generated_names(&mut cx, def, defaults);
     match target_of(def, defaults) {
         Target::Kubernetes => {}
@@ -637,7 +640,7 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
 
 /// Every `env` map of a definition with its JSON pointer: the job's, then
 /// each role's.
-pub(crate) fn env_scopes(def: &TrainingJob) -> Vec<(String, &BTreeMap<String, Scalar>)> {
+pub(crate) fn env_scopes(def: &TrainingJob) -> Vec<(String, &BTreeMap<String, EnvValue>)> {
     let spec = &def.spec;
     let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
     for kind in RoleKind::ALL {
@@ -701,6 +704,235 @@ fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
     }
 }
 
+/// The fields the API server lets a variable read from its pod, besides a
+/// subscripted label or annotation.
+const ENV_FIELD_PATHS: [&str; 9] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+];
+/// Divisors the API server accepts, by resource (compared as written).
+const CPU_DIVISORS: [&str; 2] = ["1m", "1"];
+const BYTE_DIVISORS: [&str; 13] = [
+    "1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei",
+];
+
+/// Whether a downward-API field path is one a variable may read.
+fn field_path_ok(path: &str) -> bool {
+    let subscript = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix("['"))
+            .and_then(|rest| rest.strip_suffix("']"))
+    };
+    if ENV_FIELD_PATHS.contains(&path) {
+        true
+    } else if let Some(key) = subscript("metadata.labels") {
+        key_ok(key)
+    } else if let Some(key) = subscript("metadata.annotations") {
+        // Annotation keys are checked case-insensitively.
+        key_ok(&key.to_ascii_lowercase())
+    } else {
+        false
+    }
+}
+
+/// Variables whose value comes from elsewhere, and `envFrom`: what the
+/// schema cannot say, as the API server would say it at sync time.
+fn env_sources(cx: &mut Ctx, def: &TrainingJob) {
+    for (at, env) in env_scopes(def) {
+        for (name, value) in env {
+            let EnvValue::From(source) = value else {
+                continue;
+            };
+            env_source(cx, &format!("{at}/{}", pointer_segment(name)), source);
+        }
+    }
+    let mut lists = vec![("/spec/envFrom".to_owned(), &def.spec.env_from)];
+    for kind in RoleKind::ALL {
+        if let Some(r) = kind.of(&def.spec.roles) {
+            lists.push((
+                format!("/spec/roles/{}/envFrom", kind.as_str()),
+                &r.env_from,
+            ));
+        }
+    }
+    for (at, list) in lists {
+        for (i, item) in list.iter().enumerate() {
+            env_from(cx, &format!("{at}/{i}"), item);
+        }
+    }
+}
+
+fn env_source(cx: &mut Ctx, at: &str, s: &EnvSource) {
+    let given: Vec<&str> = [
+        ("secretKeyRef", s.secret_key_ref.is_some()),
+        ("configMapKeyRef", s.config_map_key_ref.is_some()),
+        ("fieldRef", s.field_ref.is_some()),
+        ("resourceFieldRef", s.resource_field_ref.is_some()),
+    ]
+    .iter()
+    .filter(|g| g.1)
+    .map(|g| g.0)
+    .collect();
+    if let [first, second, ..] = given[..] {
+        cx.error_at_key(
+            &format!("{at}/{second}"),
+            format!("a variable takes its value from one source, found `{first}` and `{second}`"),
+            "keep one; use another variable for the other",
+        );
+    }
+    for (field, r) in [
+        ("secretKeyRef", &s.secret_key_ref),
+        ("configMapKeyRef", &s.config_map_key_ref),
+    ] {
+        if let Some(r) = r
+            && (r.key == "." || r.key.starts_with(".."))
+        {
+            cx.error(
+                &format!("{at}/{field}/key"),
+                format!("`{}` is not a valid key", r.key),
+                "a key may not be `.` or start with `..`",
+            );
+        }
+    }
+    if let Some(f) = &s.field_ref
+        && !field_path_ok(&f.field_path)
+    {
+        cx.error(
+            &format!("{at}/fieldRef/fieldPath"),
+            format!("`{}` is not a field a variable can read", f.field_path),
+            format!(
+                "use one of {}, `metadata.labels['<key>']` or `metadata.annotations['<key>']`",
+                ENV_FIELD_PATHS
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    if let Some(r) = &s.resource_field_ref
+        && let Some(d) = &r.divisor
+    {
+        let d = d.render();
+        let (allowed, what): (&[&str], &str) = if r.resource.ends_with(".cpu") {
+            (&CPU_DIVISORS, "CPU")
+        } else {
+            (&BYTE_DIVISORS, "memory and ephemeral storage")
+        };
+        if !allowed.contains(&d.as_str()) {
+            cx.error(
+                &format!("{at}/resourceFieldRef/divisor"),
+                format!("`{d}` is not a divisor for `{}`", r.resource),
+                format!(
+                    "for {what}, use one of {}",
+                    allowed
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn env_from(cx: &mut Ctx, at: &str, e: &EnvFrom) {
+    match (&e.secret_ref, &e.config_map_ref) {
+        (Some(_), Some(_)) => cx.error_at_key(
+            &format!("{at}/configMapRef"),
+            "an `envFrom` item takes one of `secretRef` and `configMapRef`, found both",
+            "list the ConfigMap as an item of its own",
+        ),
+        (None, None) => cx.error_at_key(
+            at,
+            "an `envFrom` item needs `secretRef` or `configMapRef`",
+            "add `secretRef: {name: ...}` or `configMapRef: {name: ...}`",
+        ),
+        _ => {}
+    }
+}
+
+/// Per-role pod settings and TensorBoard's own: labels and annotations as
+/// the API server checks them, clear of trainc's keys; one placement rule
+/// per role; TensorBoard flags that trainc does not set itself.
+fn pod_settings(cx: &mut Ctx, def: &TrainingJob) {
+    for kind in RoleKind::ALL {
+        let Some(role) = kind.of(&def.spec.roles) else {
+            continue;
+        };
+        let base = format!("/spec/roles/{}", kind.as_str());
+        check_map(cx, &format!("{base}/labels"), &role.labels, "label");
+        check_map(
+            cx,
+            &format!("{base}/annotations"),
+            &role.annotations,
+            "annotation",
+        );
+        if role.spread.is_some() && role.pack.is_some() {
+            cx.error_at_key(
+                &format!("{base}/pack"),
+                "a role's tasks are either spread or packed, not both",
+                "keep `spread` to place them apart, or `pack` to place them together",
+            );
+        }
+        for (at, name) in [
+            (
+                format!("{base}/spread/across"),
+                role.spread.as_ref().map(|s| &s.across),
+            ),
+            (
+                format!("{base}/pack/within"),
+                role.pack.as_ref().map(|p| &p.within),
+            ),
+        ] {
+            if let Some(name) = name
+                && !matches!(name.as_str(), "node" | "zone")
+                && !key_ok(name)
+            {
+                cx.error(
+                    &at,
+                    format!("`{name}` is neither `node`, `zone` nor a node label key"),
+                    "use `node`, `zone`, or a label key such as `topology.kubernetes.io/region`",
+                );
+            }
+        }
+    }
+    let Some(tb) = def.spec.tensorboard.as_ref().filter(|t| t.enabled) else {
+        return;
+    };
+    check_map(
+        cx,
+        "/spec/tensorboard/serviceAnnotations",
+        &tb.service_annotations,
+        "annotation",
+    );
+    for (i, arg) in tb.args.iter().enumerate() {
+        if let Some(own) = compile::tensorboard::clashing_flag(arg) {
+            let written = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
+            cx.error(
+                &format!("/spec/tensorboard/args/{i}"),
+                if written == format!("--{own}") {
+                    format!("`{written}` is set by trainc")
+                } else {
+                    format!("`{written}` clashes with `--{own}`, which trainc sets")
+                },
+                match own {
+                    "logdir" => "set the log directory with `tensorboard.logDir`",
+                    "port" => "set the port with `tensorboard.port`",
+                    _ => "TensorBoard listens on every address, for its Service and probes",
+                },
+            );
+        }
+    }
+}
+
 fn label_name_ok(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
@@ -755,35 +987,41 @@ pub fn check_labels(
         doc,
         out: Vec::new(),
     };
-    for (field, map, values_are_labels) in [
-        ("labels", labels, true),
-        ("annotations", annotations, false),
-    ] {
-        for (k, v) in map {
-            let at = format!("{base}/{field}/{}", pointer_segment(k));
-            if !key_ok(k) {
-                cx.error_at_key(
-                    &at,
-                    format!("`{k}` is not a valid {} key", &field[..field.len() - 1]),
-                    "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'",
-                );
-            } else if RESERVED_LABEL_PREFIXES.iter().any(|p| k.starts_with(p)) {
-                cx.error_at_key(
-                    &at,
-                    format!("`{k}` is set by trainc"),
-                    "trainc sets the `app.kubernetes.io/*` and `trainc.dev/*` keys itself; use another prefix",
-                );
-            }
-            if values_are_labels && !(v.is_empty() || label_name_ok(v)) {
-                cx.error(
-                    &at,
-                    format!("`{v}` is not a valid label value"),
-                    "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
-                );
-            }
+    check_map(&mut cx, &format!("{base}/labels"), labels, "label");
+    check_map(
+        &mut cx,
+        &format!("{base}/annotations"),
+        annotations,
+        "annotation",
+    );
+    cx.out
+}
+
+/// The labels or annotations (`what`) of the map at `at`.
+fn check_map(cx: &mut Ctx, at: &str, map: &BTreeMap<String, String>, what: &str) {
+    for (k, v) in map {
+        let at = format!("{at}/{}", pointer_segment(k));
+        if !key_ok(k) {
+            cx.error_at_key(
+                &at,
+                format!("`{k}` is not a valid {what} key"),
+                "use an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.'",
+            );
+        } else if RESERVED_LABEL_PREFIXES.iter().any(|p| k.starts_with(p)) {
+            cx.error_at_key(
+                &at,
+                format!("`{k}` is set by trainc"),
+                "trainc sets the `app.kubernetes.io/*` and `trainc.dev/*` keys itself; use another prefix",
+            );
+        }
+        if what == "label" && !(v.is_empty() || label_name_ok(v)) {
+            cx.error(
+                &at,
+                format!("`{v}` is not a valid label value"),
+                "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+            );
         }
     }
-    cx.out
 }
 
 /// An object a job will generate, named as the compiler will name it (Jobs
@@ -914,6 +1152,31 @@ mod tests {
         assert!(legacy_octal("0").is_none());
         assert!(legacy_octal("0x1ff").is_none());
         assert!(legacy_octal("089").is_some_and(|h| h.contains("no octal")));
+    }
+
+    #[test]
+    fn env_field_paths() {
+        assert!(field_path_ok("metadata.name"));
+        assert!(field_path_ok("status.podIPs"));
+        assert!(field_path_ok("metadata.labels['trainc.dev/run']"));
+        assert!(field_path_ok("metadata.annotations['Example.com/Owner']"));
+        assert!(!field_path_ok("metadata.labels['Example.com/x']"));
+        assert!(!field_path_ok("metadata.labels"));
+        assert!(!field_path_ok("metadata.labels['a'"));
+        assert!(!field_path_ok("status.phase"));
+    }
+
+    #[test]
+    fn tensorboard_flags_trainc_sets() {
+        use compile::tensorboard::clashing_flag;
+        assert_eq!(clashing_flag("--port=1"), Some("port"));
+        assert_eq!(clashing_flag("-port"), Some("port"));
+        assert_eq!(clashing_flag("--host"), Some("bind_all"));
+        assert_eq!(clashing_flag("--nobind_all"), Some("bind_all"));
+        assert_eq!(clashing_flag("--logdir_spec=a:/b"), Some("logdir"));
+        assert_eq!(clashing_flag("--reload_interval=5"), None);
+        assert_eq!(clashing_flag("--portal"), None);
+        assert_eq!(clashing_flag("port"), None);
     }
 
     #[test]

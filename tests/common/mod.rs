@@ -176,6 +176,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ),
     ("storage", Variant::Target("jobset")),
     ("storage", Variant::Target("tfjob")),
+    ("pod-settings", Variant::Target("jobset")),
+    ("pod-settings", Variant::Target("tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -260,7 +262,13 @@ fn retarget(name: &str, dir: &Path, file: &'static str, target: &str) -> &'stati
 #[allow(dead_code)]
 pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink", "storage"] {
+    for example in [
+        "mnist",
+        "mnist-cpu",
+        "kitchen-sink",
+        "storage",
+        "pod-settings",
+    ] {
         let (dir, _) = build_example(example);
         let deploy = dir.path().join("deploy");
         out.push((example.to_owned(), dir, deploy));
