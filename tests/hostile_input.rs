@@ -562,6 +562,7 @@ fn a_directory_of_projects_is_refused_once_per_project_file() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     for f in [
         "examples/mnist-cpu/trainc.yaml",
+        "examples/mnist/trainc.collective.yaml",
         "examples/mnist/trainc.jobset.yaml",
         "examples/mnist/trainc.yaml",
     ] {
@@ -574,7 +575,7 @@ fn a_directory_of_projects_is_refused_once_per_project_file() {
             "{err}"
         );
     }
-    assert!(err.contains("aborting due to 3 previous errors"), "{err}");
+    assert!(err.contains("aborting due to 4 previous errors"), "{err}");
     assert!(!root.path().join("never-written").exists());
 }
 
