@@ -66,7 +66,8 @@ pub enum DiffFormat {
 pub struct Inputs {
     /// Definition files or directories [default: the project's `sources`, else `jobs`].
     pub paths: Vec<PathBuf>,
-    /// Project file [default: `trainc.yaml` in the working directory, if any].
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
     #[arg(long, value_name = "FILE")]
     pub project: Option<PathBuf>,
 }
@@ -162,7 +163,8 @@ pub struct RunArgs {
     /// The job to run when the path holds several.
     #[arg(long, value_name = "NAME")]
     job: Option<String>,
-    /// Project file [default: `trainc.yaml` in the working directory, if any].
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
     #[arg(long, value_name = "FILE")]
     project: Option<PathBuf>,
     /// Directory standing in for the job's volumes [default: a new
@@ -257,10 +259,6 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-fn shown(cwd: &Path, dir: &Path) -> String {
-    crate::load::shown_dir(cwd, dir)
-}
-
 /// A directory trainc writes, and what it should hold.
 struct Dest {
     dir: PathBuf,
@@ -345,7 +343,7 @@ fn desired(
     let compiled =
         pipeline::desired(project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
     let mut dests = vec![Dest {
-        shown: shown(cwd, &project.output),
+        shown: project.shown_dir(&project.output),
         dir: project.output.clone(),
         tree: compiled.manifests,
     }];
@@ -353,7 +351,7 @@ fn desired(
         && (!compiled.builds.is_empty() || dir.is_dir())
     {
         dests.push(Dest {
-            shown: shown(cwd, dir),
+            shown: project.shown_dir(dir),
             dir: dir.clone(),
             tree: compiled.builds,
         });
@@ -373,7 +371,14 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     if given == all || (project.file.is_none() && all.is_empty()) {
         return Ok(());
     }
-    let out = crate::load::display_name(cwd, &project.output);
+    let out = project.shown_dir(&project.output);
+    // Run in a subdirectory, the user may not know a project is in play.
+    let sources = match &project.file {
+        Some(file) if project.found_above() => {
+            format!("the sources of the project {}", project.shown(file))
+        }
+        _ => "the project's sources".to_owned(),
+    };
     let missing = all.iter().filter(|f| !given.contains(f)).count();
     let extra = given.iter().filter(|f| !all.contains(f)).count();
     let what = match (missing, extra) {
@@ -390,7 +395,7 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     };
     Err(vec![
         Diagnostic::new(format!(
-            "the paths given are not the project's sources ({what}); building them into {out} would prune the other jobs"
+            "the paths given are not {sources} ({what}); building them into {out} would prune the other jobs"
         ))
         .hint(
             "run without paths to build the whole project, or pass `-o DIR` to build only these paths into another directory; `trainc validate PATH…` checks a subset",
@@ -599,8 +604,10 @@ fn build(
         if format == Format::Json && !check {
             let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
         } else {
-            let dirs: Vec<(usize, String)> =
-                dests.iter().map(|(d, n)| (*n, shown(cwd, d))).collect();
+            let dirs: Vec<(usize, String)> = dests
+                .iter()
+                .map(|(d, n)| (*n, targets.project.shown_dir(d)))
+                .collect();
             let _ = writeln!(stdout, "{}", up_to_date(&dirs));
         }
         return Ok(Status::Ok);

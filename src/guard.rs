@@ -10,11 +10,10 @@
 //! `-o`, `--build-output` or the project file.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::project::Project;
-use crate::source::{Location, SourceFile};
+use crate::source::Location;
 
 /// A directory a command would plan into, and where it was set.
 pub struct Dest<'a> {
@@ -79,8 +78,8 @@ fn check_with_home(
     let mut found = Vec::new();
     for d in dests {
         let at = real(d.path);
-        let shown = crate::load::shown_dir(cwd, d.path);
-        let named = |p: &Path| crate::load::shown_dir(cwd, p);
+        let shown = project.shown_dir(d.path);
+        let named = |p: &Path| project.shown_dir(p);
         // As messages name it, and as generated files do (from the root).
         let written = crate::load::display_name(&project.root, d.path);
         let why = if let Some(c) = shown
@@ -131,11 +130,7 @@ fn check_with_home(
                     "refusing to use `{shown}` as the {}: {why}",
                     d.what
                 ))
-                .at(d
-                    .flag
-                    .is_none()
-                    .then(|| locate(project, cwd, d.key))
-                    .flatten())
+                .at(d.flag.is_none().then(|| locate(project, d.key)).flatten())
                 .hint(hint(d)),
             );
         }
@@ -171,14 +166,8 @@ fn hint(d: &Dest) -> String {
 }
 
 /// Where the project file sets `key`, for pointing at it.
-fn locate(project: &Project, cwd: &Path, key: &str) -> Option<Location> {
-    let (file, text) = (project.file.as_deref()?, project.text.clone()?);
-    let source = Arc::new(SourceFile {
-        name: crate::load::display_name(cwd, file),
-        text,
-    });
-    let docs = crate::load::parse(&source).ok()?;
-    docs.first()?.locate(&format!("/{key}"))
+fn locate(project: &Project, key: &str) -> Option<Location> {
+    project.doc.as_ref()?.locate(&format!("/{key}"))
 }
 
 /// `path` with symlinks resolved as far as it exists, and cleaned
@@ -238,6 +227,7 @@ mod tests {
         std::fs::create_dir_all(&home).unwrap();
         let project = Project {
             root: root.join("p"),
+            cwd: root.join("p"),
             file: None,
             sources: vec![root.join("p/jobs")],
             output: root.join("p/deploy"),
@@ -245,6 +235,7 @@ mod tests {
             library: None,
             defaults: Default::default(),
             text: None,
+            doc: None,
         };
         let refused = |path: &Path| {
             let dests = [Dest {

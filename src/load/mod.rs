@@ -304,15 +304,22 @@ fn yaml_message(raw: &str) -> String {
 }
 
 /// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic,
-/// and anything but a regular file (see [`open_regular`]).
+/// and anything but a regular file (see [`open_regular`]). `name` is how
+/// both messages and generated files name it.
 pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
+    read_as(path, name.clone(), name)
+}
+
+/// [`read`], for a file that messages name `shown` (from the working
+/// directory) and generated files `name` (from the project root).
+pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFile>, Diagnostic> {
     use std::io::Read as _;
-    let file = open_regular(path, &name)?;
-    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {name}: {e}"));
+    let file = open_regular(path, &shown)?;
+    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {shown}: {e}"));
     let len = file.metadata().map_err(cannot)?.len();
     let too_big = |len: u64| {
         Diagnostic::new(format!(
-            "{name} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
+            "{shown} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
         ))
         .hint("split the file; a definition file is meant to be written by hand")
     };
@@ -328,7 +335,7 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
         return Err(too_big(bytes.len() as u64));
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(Arc::new(SourceFile { name, text })),
+        Ok(text) => Ok(Arc::new(SourceFile { name, text, shown })),
         Err(e) => {
             // Show the line with the bad byte, decoded lossily for display.
             let at = e.utf8_error().valid_up_to();
@@ -336,7 +343,7 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
             let valid = &text[..at.min(text.len())];
             let line = valid.matches('\n').count() + 1;
             let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            let file = Arc::new(SourceFile { name, text });
+            let file = Arc::new(SourceFile { name, text, shown });
             Err(Diagnostic::new("file is not UTF-8")
                 .at(Some(Location::new(
                     &file,
@@ -457,8 +464,11 @@ pub fn inside_root(
 /// symlink met in the walk that resolves outside it, and a `*.yaml` or
 /// `*.yml` entry that is a directory, FIFO, socket or device, are refused
 /// by name, all of them in one report, before anything is opened.
+///
+/// Messages name paths from `cwd`, the working directory.
 pub fn discover(
     root: &Path,
+    cwd: &Path,
     paths: &[PathBuf],
     exclude: &[PathBuf],
 ) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
@@ -473,7 +483,7 @@ pub fn discover(
     let mut files = Vec::new();
     let mut refused = Vec::new();
     for given in paths {
-        let shown = display_name(root, given);
+        let shown = shown_path(cwd, given);
         let path = match given.canonicalize() {
             Ok(p) => p,
             Err(e) => {
@@ -539,7 +549,7 @@ pub fn discover(
             // one that would not be read (`notes.txt`) does not matter.
             if entry.path_is_symlink()
                 && (yaml || t.is_dir())
-                && let Err(d) = inside_root(root, p, &display_name(root, p), "")
+                && let Err(d) = inside_root(root, p, &shown_path(cwd, p), "")
             {
                 refused.push(d);
                 if t.is_dir() {
@@ -553,7 +563,7 @@ pub fn discover(
             if t.is_file() {
                 files.push(p.to_path_buf());
             } else {
-                refused.push(not_regular(&display_name(root, p), t));
+                refused.push(not_regular(&shown_path(cwd, p), t));
                 if t.is_dir() {
                     walker.skip_current_dir();
                 }
@@ -580,6 +590,30 @@ pub fn shown_dir(cwd: &Path, dir: &Path) -> String {
     } else {
         s
     }
+}
+
+/// [`shown_dir`] in a project whose `root` holds the working directory: a
+/// directory of the project is named relative to the working directory
+/// even above it (`../deploy` when trainc runs in `jobs/`), as git names
+/// paths; any other outside it, absolutely.
+pub fn shown_dir_in(root: &Path, cwd: &Path, dir: &Path) -> String {
+    let s = display_name(cwd, dir);
+    let inside = |p: &Path| {
+        let d = display_name(root, p);
+        !d.starts_with("..") && !d.starts_with('/')
+    };
+    if s.starts_with("../") && cwd.starts_with(root) && inside(dir) {
+        s
+    } else {
+        shown_dir(cwd, dir)
+    }
+}
+
+/// A file or directory as messages name it: relative to the working
+/// directory (`.` for itself), climbing out with `..`.
+pub fn shown_path(cwd: &Path, path: &Path) -> String {
+    let s = display_name(cwd, path);
+    if s.is_empty() { ".".to_owned() } else { s }
 }
 
 /// How a path is shown to users and in generated headers: relative to the
@@ -635,10 +669,7 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Result<Vec<Document>, Diagnostic> {
-        parse(&Arc::new(SourceFile {
-            name: "t.yaml".into(),
-            text: text.into(),
-        }))
+        parse(&Arc::new(SourceFile::new("t.yaml", text)))
     }
 
     #[test]

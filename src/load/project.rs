@@ -15,9 +15,12 @@ pub const DEFAULT_BUILD_OUTPUT: &str = "build";
 
 #[derive(Debug, Clone)]
 pub struct Project {
-    /// Directory that paths in headers and messages are relative to: the
+    /// Directory that paths in generated files are relative to: the
     /// project file's directory, else the working directory.
     pub root: PathBuf,
+    /// The working directory (canonical): paths in messages are relative
+    /// to it.
+    pub cwd: PathBuf,
     pub file: Option<PathBuf>,
     pub sources: Vec<PathBuf>,
     pub output: PathBuf,
@@ -29,21 +32,22 @@ pub struct Project {
     pub defaults: Defaults,
     /// The project file as read, for the build cache's key.
     pub text: Option<String>,
+    /// The project file as parsed, for pointing at its settings.
+    pub doc: Option<Document>,
 }
 
 impl Project {
     /// Finds and reads the project. `explicit` is `--project FILE`; without
-    /// it, `trainc.yaml` in `cwd` is used when present.
+    /// it, the nearest `trainc.yaml` (see [`find`]) is used, if any.
     pub fn discover(cwd: &Path, explicit: Option<&Path>) -> Result<Self, Vec<Diagnostic>> {
         let file = match explicit {
             Some(p) => Some(cwd.join(p)),
-            // Anything by that name, so that a FIFO or a dangling link is
-            // reported rather than silently not the project file.
-            None => Some(cwd.join(PROJECT_FILE)).filter(|p| p.symlink_metadata().is_ok()),
+            None => find(cwd),
         };
         let Some(file) = file else {
             return Ok(Self {
                 root: cwd.to_path_buf(),
+                cwd: cwd.to_path_buf(),
                 file: None,
                 sources: vec![cwd.join(DEFAULT_SOURCES)],
                 output: cwd.join(DEFAULT_OUTPUT),
@@ -51,6 +55,7 @@ impl Project {
                 library: None,
                 defaults: Defaults::default(),
                 text: None,
+                doc: None,
             });
         };
         let root = file
@@ -61,7 +66,11 @@ impl Project {
         // A `trainc.yaml` linked to a file elsewhere would be read, and its
         // text shown in errors: it must lie in the directory it names as root.
         load::inside_root(&root, &file, &shown, "project file").map_err(|d| vec![d])?;
-        let source = load::read(&file, shown).map_err(|d| vec![d])?;
+        // The root is its directory.
+        let name = file
+            .file_name()
+            .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
+        let source = load::read_as(&file, name, shown).map_err(|d| vec![d])?;
         let docs = load::parse(&source).map_err(|d| vec![d])?;
         let doc = match docs.as_slice() {
             [doc] => doc,
@@ -93,8 +102,10 @@ impl Project {
                     .hint("each directory is pruned on its own; keep them side by side, e.g. `deploy` and `build`"),
             ]);
         }
+        let doc = docs.into_iter().next();
         Ok(Self {
             root,
+            cwd: cwd.to_path_buf(),
             file: Some(file),
             sources,
             output,
@@ -102,8 +113,48 @@ impl Project {
             library,
             defaults: pf.defaults,
             text: Some(source.text.clone()),
+            doc,
         })
     }
+
+    /// How messages name the file or directory `path`: from the working
+    /// directory.
+    pub fn shown(&self, path: &Path) -> String {
+        load::shown_path(&self.cwd, path)
+    }
+
+    /// How messages name a directory trainc writes (see
+    /// [`load::shown_dir_in`]).
+    pub fn shown_dir(&self, dir: &Path) -> String {
+        load::shown_dir_in(&self.root, &self.cwd, dir)
+    }
+
+    /// Whether the project file was found above the working directory,
+    /// rather than in it or by `--project`.
+    pub fn found_above(&self) -> bool {
+        self.file.is_some() && self.root != self.cwd && self.cwd.starts_with(&self.root)
+    }
+}
+
+/// The project file trainc uses without `--project`: `trainc.yaml` in the
+/// working directory, else in the nearest parent directory that has one,
+/// as cargo finds `Cargo.toml`. The search ends at the top of the
+/// repository (the first directory holding `.git`, after looking there) or
+/// at the file system's root: a `trainc.yaml` above the repository (one
+/// planted in `/tmp`, say) is never read. Anything by that name counts, so
+/// that a FIFO or a dangling link is reported rather than silently passed
+/// over for one further up.
+pub fn find(cwd: &Path) -> Option<PathBuf> {
+    for dir in cwd.ancestors() {
+        let file = dir.join(PROJECT_FILE);
+        if file.symlink_metadata().is_ok() {
+            return Some(file);
+        }
+        if dir.join(".git").symlink_metadata().is_ok() {
+            return None;
+        }
+    }
+    None
 }
 
 /// Whether one directory lies in the other (lexically, as written).
@@ -118,7 +169,7 @@ fn doc_location(docs: &[Document], pointer: &str) -> Option<crate::source::Locat
 impl Project {
     /// The built-in library with the project's overrides.
     pub fn library(&self) -> Result<crate::library::Library, Vec<Diagnostic>> {
-        crate::library::Library::load(self.library.as_deref(), &self.root)
+        crate::library::Library::load(self.library.as_deref(), &self.root, &self.cwd)
     }
 }
 
