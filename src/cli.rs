@@ -273,6 +273,9 @@ struct Targets {
     project: Project,
     /// The build-spec directory, when this build writes one.
     build_output: Option<PathBuf>,
+    /// Whether the output directory is the project's own (no `-o`, or `-o`
+    /// naming it): only then does it list the project's `resources`.
+    own_output: bool,
 }
 
 fn targets(
@@ -322,6 +325,7 @@ fn targets(
     Ok(Targets {
         project,
         build_output,
+        own_output: project_output,
     })
 }
 
@@ -339,9 +343,27 @@ fn desired(
     let Targets {
         project,
         build_output,
+        own_output,
     } = targets;
-    let compiled =
-        pipeline::desired(project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
+    let resources: &[crate::resources::Resource] =
+        if *own_output { &project.resources } else { &[] };
+    let compiled = pipeline::desired(
+        project,
+        cwd,
+        &inputs.paths,
+        build_output.as_deref(),
+        resources,
+    )
+    .map_err(fail)?;
+    let mut warnings = compiled.warnings;
+    // What a controller syncing the project's output would miss.
+    if *own_output {
+        warnings.extend(crate::resources::unlisted(
+            &project.output,
+            &project.shown_dir(&project.output),
+            &compiled.extra,
+        ));
+    }
     let mut dests = vec![Dest {
         shown: project.shown_dir(&project.output),
         dir: project.output.clone(),
@@ -356,7 +378,7 @@ fn desired(
             tree: compiled.builds,
         });
     }
-    Ok((dests, compiled.read, compiled.warnings))
+    Ok((dests, compiled.read, warnings))
 }
 
 /// The output directory is a function of all its inputs: building some of a
@@ -491,7 +513,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             output,
             format,
             stat,
-        } => diff(&cwd, out, &inputs, &output, format, stat),
+        } => diff(&cwd, out, &inputs, &output, format, stat, cli.color),
         Command::Run(args) => run_local(&cwd, stdout, args, cli.color),
         Command::Schema { kind } => {
             let text = match kind {
@@ -534,6 +556,21 @@ fn validate(
     let (mut jobs, warnings) = pipeline::check(&project, cwd, &inputs.paths).map_err(&fail)?;
     // Templates and build contexts too: what `build` would refuse.
     pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
+    // And what the project's output would list.
+    let extra = pipeline::extra_resources(
+        &project,
+        &project.output,
+        &project.build_output,
+        &project.resources,
+        &jobs,
+    )
+    .map_err(&fail)?;
+    let mut warnings = warnings;
+    warnings.extend(crate::resources::unlisted(
+        &project.output,
+        &project.shown_dir(&project.output),
+        &extra,
+    ));
     if format == Format::Json {
         let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
     } else {
@@ -686,6 +723,7 @@ fn diff(
     output: &Output,
     format: DiffFormat,
     stat: bool,
+    color: Color,
 ) -> Result<Status, Failure> {
     let fail = fail(if format == DiffFormat::Json {
         Format::Json
@@ -695,7 +733,11 @@ fn diff(
     let mut reports = Vec::new();
     let mut noop = true;
     let targets = targets(cwd, inputs, output, &fail)?;
-    for d in desired(cwd, inputs, &targets, &fail)?.0 {
+    let (dests, _, warnings) = desired(cwd, inputs, &targets, &fail)?;
+    if format != DiffFormat::Json {
+        warn(&warnings, color);
+    }
+    for d in dests {
         let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
         noop &= plan.is_noop();
         reports.push(diff::report(&plan, &d.shown));
@@ -704,7 +746,7 @@ fn diff(
     let text = match format {
         DiffFormat::Text => diff::render_text(&report, true, stat),
         DiffFormat::Markdown => diff::render_markdown(&report, stat),
-        DiffFormat::Json => diff::render_json(&report),
+        DiffFormat::Json => diff::render_json(&report, &warnings),
     };
     let _ = write!(stdout, "{text}");
     Ok(if noop { Status::Ok } else { Status::Changes })

@@ -233,6 +233,7 @@ mod tests {
             output: root.join("p/deploy"),
             build_output: root.join("p/build"),
             library: None,
+            resources: Vec::new(),
             defaults: Default::default(),
             text: None,
             doc: None,

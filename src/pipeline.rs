@@ -11,6 +11,7 @@ use crate::library::Library;
 use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
+use crate::resources::Resource;
 use crate::source::SourceFile;
 use crate::{limits, par, validate};
 
@@ -230,6 +231,9 @@ pub struct Compiled {
     pub manifests: Tree,
     /// Empty without `build_output` or without jobs that build an image.
     pub builds: Tree,
+    /// The root kustomization's entries besides the jobs, relative to the
+    /// output directory.
+    pub extra: Vec<String>,
     /// Everything read to get here, for the build cache.
     pub read: Read,
     /// Findings that did not stop the build.
@@ -245,12 +249,14 @@ pub struct Read {
     pub contexts: Vec<ContextPrint>,
 }
 
-/// The manifest tree and the build-spec tree.
+/// The manifest tree and the build-spec tree. `resources` are what the
+/// root kustomization lists besides the jobs (see [`crate::resources`]).
 pub fn desired(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
     build_output: Option<&Path>,
+    resources: &[Resource],
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let (sources, docs) = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
@@ -264,7 +270,8 @@ pub fn desired(
         out,
         &generated(project, out),
     )?;
-    let manifests = render(&jobs)?;
+    let extra = extra_resources(project, &project.output, out, resources, &jobs)?;
+    let manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
     let builds = if build_output.is_some() {
         builds
     } else {
@@ -282,6 +289,7 @@ pub fn desired(
     Ok(Compiled {
         manifests,
         builds,
+        extra,
         read: Read {
             sources,
             library: library.digest().to_owned(),
@@ -289,6 +297,27 @@ pub fn desired(
         },
         warnings,
     })
+}
+
+/// The root kustomization's entries for `resources` in `output`, whose
+/// build directory is `build_output`; checked against what trainc writes
+/// there.
+pub fn extra_resources(
+    project: &Project,
+    output: &Path,
+    build_output: &Path,
+    resources: &[Resource],
+    jobs: &[Job],
+) -> Result<Vec<String>, Vec<Diagnostic>> {
+    if resources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let namespaces = jobs.iter().map(|j| j.namespace.as_str()).collect();
+    let mut others = vec![(build_output, "build directory")];
+    if build_output != project.build_output {
+        others.push((&project.build_output, "build directory"));
+    }
+    crate::resources::entries(project, resources, output, &namespaces, &others)
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are
@@ -303,6 +332,11 @@ pub fn render(jobs: &[Job]) -> Result<Tree, Vec<Diagnostic>> {
 
 /// [`render`] with another output limit, for tests.
 pub fn render_within(jobs: &[Job], limit: u64) -> Result<Tree, Vec<Diagnostic>> {
+    render_with(jobs, &[], limit)
+}
+
+/// [`render_within`], the root kustomization also listing `extra`.
+pub fn render_with(jobs: &[Job], extra: &[String], limit: u64) -> Result<Tree, Vec<Diagnostic>> {
     let mut files = Vec::with_capacity(jobs.len());
     let (mut bytes, mut count) = (0u64, 0usize);
     let tasks = |j: &Job| j.roles.iter().map(|r| u64::from(r.replicas)).sum();
@@ -322,7 +356,7 @@ pub fn render_within(jobs: &[Job], limit: u64) -> Result<Tree, Vec<Diagnostic>> 
         .iter()
         .map(|j| emit::job_dir(&j.namespace, &j.name))
         .collect();
-    emit::assemble(files, &dirs).map_err(internal)
+    emit::assemble(files, &dirs, extra).map_err(internal)
 }
 
 fn internal(e: String) -> Vec<Diagnostic> {

@@ -60,6 +60,25 @@ fn kitchen_sink_jobset() {
     insta::assert_snapshot!(render(&tree));
 }
 
+/// The project's own objects listed in the root kustomization, and kept.
+#[test]
+fn resources() {
+    let (_dir, tree) = common::build_example("resources");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn resources_jobset() {
+    let (_dir, tree) = common::build_example_for("resources", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn resources_tfjob() {
+    let (_dir, tree) = common::build_example_for("resources", "tfjob");
+    insta::assert_snapshot!(render(&tree));
+}
+
 #[test]
 fn kitchen_sink_tfjob() {
     let (_dir, tree) = common::build_example_for("kitchen-sink", "tfjob");

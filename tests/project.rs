@@ -209,3 +209,137 @@ fn generated_manifests_among_the_definitions_are_refused() {
     );
     assert!(!dir.path().join("deploy").exists());
 }
+
+/// The `resources` fixture with its quota directory moved out of the
+/// output directory, beside the project file, where a directory may lie.
+fn resources_outside() -> tempfile::TempDir {
+    let dir = scratch_example("resources");
+    fs::rename(
+        dir.path().join("cluster/platform"),
+        dir.path().join("platform"),
+    )
+    .expect("move");
+    let project = dir.path().join("trainc.yaml");
+    let text = fs::read_to_string(&project).expect("read");
+    fs::write(
+        &project,
+        text.replace("  - cluster/platform\n", "  - platform\n"),
+    )
+    .expect("write");
+    dir
+}
+
+/// Kustomize renders the objects listed in `resources` with trainc's, as
+/// Argo CD and Flux will: a file in the output directory and a directory
+/// elsewhere in the project.
+#[test]
+fn kustomize_renders_the_listed_resources() {
+    let Some(kubectl) = common::tool("TRAINC_KUBECTL", "kubectl") else {
+        return;
+    };
+    let dir = resources_outside();
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "nothing unlisted");
+    let root = fs::read_to_string(dir.path().join("cluster/kustomization.yaml")).expect("read");
+    assert!(
+        root.ends_with("resources:\n- ml/train\n- ../platform\n- namespace.yaml\n"),
+        "{root}"
+    );
+    let o = std::process::Command::new(kubectl)
+        .arg("kustomize")
+        .arg(dir.path().join("cluster"))
+        .output()
+        .expect("kubectl runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rendered = stdout(&o);
+    for kind in [
+        "Namespace",
+        "ResourceQuota",
+        "Job",
+        "Service",
+        "NetworkPolicy",
+    ] {
+        assert!(
+            rendered.contains(&format!("\nkind: {kind}\n")),
+            "{kind} missing:\n{rendered}"
+        );
+    }
+}
+
+/// YAML in the output directory that nothing lists is named in a warning,
+/// on stderr (and in the JSON of `--format json`); the build goes on.
+#[test]
+fn unlisted_yaml_in_the_output_directory_is_warned_about() {
+    let dir = resources_outside();
+    let out = dir.path().join("cluster");
+    fs::create_dir_all(out.join("team")).expect("mkdir");
+    fs::write(out.join("team/role.yaml"), "kind: Role\n").expect("write");
+    fs::write(out.join("notes.yml"), "x: 1\n").expect("write");
+    fs::write(out.join(".hidden.yaml"), "x: 1\n").expect("write");
+    fs::write(out.join("README.md"), "mine\n").expect("write");
+    let warning = "warning: cluster holds YAML files that trainc did not write and that its kustomization.yaml does not list: cluster/notes.yml, cluster/team/role.yaml; Argo CD and Flux will not sync them\n \
+                   |\n \
+                   = help: list each file, or a directory holding it with its own kustomization.yaml, under `resources` in trainc.yaml; or move it out of the output directory\n\n";
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), warning);
+    let o = run(dir.path(), &["diff"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), warning);
+    let o = run(dir.path(), &["validate"]);
+    assert_eq!(stderr(&o), warning);
+    let o = run(dir.path(), &["build", "--no-cache", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v[0]["severity"], "warning");
+    let o = run(dir.path(), &["diff", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["warnings"][0]["severity"], "warning", "{v}");
+    // Listed, or in a listed directory: no warning.
+    fs::write(
+        out.join("team/kustomization.yaml"),
+        "resources: [role.yaml]\n",
+    )
+    .expect("write");
+    let project = dir.path().join("trainc.yaml");
+    let text = fs::read_to_string(&project).expect("read");
+    fs::write(
+        &project,
+        text.replace(
+            "  - platform\n",
+            "  - platform\n  - cluster/team\n  - cluster/notes.yml\n",
+        ),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let root = fs::read_to_string(out.join("kustomization.yaml")).expect("read");
+    assert!(
+        root.ends_with("- ml/train\n- ../platform\n- namespace.yaml\n- notes.yml\n- team\n"),
+        "{root}"
+    );
+}
+
+/// A resource that goes away fails the next build, cache or not; `-o`
+/// elsewhere lists none.
+#[test]
+fn resources_are_checked_on_every_build_and_only_for_the_projects_output() {
+    let dir = resources_outside();
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    fs::remove_file(dir.path().join("platform/kustomization.yaml")).expect("rm");
+    let o = run(dir.path(), &["build", "-v"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "error: resources[0]: `platform` is a directory without a kustomization.yaml\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(dir.path(), &["build", "-o", "elsewhere"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let root = fs::read_to_string(dir.path().join("elsewhere/kustomization.yaml")).expect("read");
+    assert!(root.ends_with("resources:\n- ml/train\n"), "{root}");
+}

@@ -110,6 +110,12 @@ impl Request<'_> {
             h.field(&Sha256::digest(file.text.as_bytes()));
         }
         h.field(library.as_bytes());
+        // What the root kustomization lists is checked against the file
+        // system: a resource gone, or its kustomization.yaml, fails the
+        // build. Those inside an output directory are in its snapshot.
+        for r in &p.resources {
+            h.field(&crate::resources::print(&r.path));
+        }
         Some(h.finish())
     }
 }

@@ -425,6 +425,7 @@ mod tests {
             output: out.clone(),
             build_output: root.join("build"),
             library: None,
+            resources: Vec::new(),
             defaults: Default::default(),
             text: None,
             doc: None,

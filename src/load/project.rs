@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnostic::Diagnostic;
 use crate::load::{self, Document};
 use crate::model::project::{Defaults, ProjectFile};
+use crate::resources::Resource;
 use crate::validate::schema;
 
 pub const PROJECT_FILE: &str = "trainc.yaml";
@@ -29,6 +30,8 @@ pub struct Project {
     /// The project's library directory, overriding built-in presets and
     /// templates by name.
     pub library: Option<PathBuf>,
+    /// What the root kustomization of `output` lists besides the jobs.
+    pub resources: Vec<Resource>,
     pub defaults: Defaults,
     /// The project file as read, for the build cache's key.
     pub text: Option<String>,
@@ -53,6 +56,7 @@ impl Project {
                 output: cwd.join(DEFAULT_OUTPUT),
                 build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
                 library: None,
+                resources: Vec::new(),
                 defaults: Defaults::default(),
                 text: None,
                 doc: None,
@@ -95,6 +99,7 @@ impl Project {
         let output = root.join(pf.output.as_deref().unwrap_or(DEFAULT_OUTPUT));
         let build_output = root.join(pf.build_output.as_deref().unwrap_or(DEFAULT_BUILD_OUTPUT));
         let library = pf.library.as_deref().map(|l| root.join(l));
+        let resources = resources(&root, "/resources", &pf.resources);
         if overlap(&output, &build_output) {
             return Err(vec![
                 Diagnostic::new("`output` and `buildOutput` must not contain one another")
@@ -111,6 +116,7 @@ impl Project {
             output,
             build_output,
             library,
+            resources,
             defaults: pf.defaults,
             text: Some(source.text.clone()),
             doc,
@@ -155,6 +161,18 @@ pub fn find(cwd: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The `resources` at `pointer` in the project file.
+fn resources(root: &Path, pointer: &str, list: &[String]) -> Vec<Resource> {
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| Resource {
+            path: root.join(r),
+            written: r.clone(),
+            pointer: format!("{pointer}/{i}"),
+        })
+        .collect()
 }
 
 /// Whether one directory lies in the other (lexically, as written).

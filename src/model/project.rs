@@ -17,6 +17,10 @@ pub struct ProjectFile {
     pub output: Option<String>,
     pub build_output: Option<String>,
     pub library: Option<String>,
+    /// Files and directories of the user's own that the root
+    /// kustomization lists beside trainc's jobs.
+    #[serde(default)]
+    pub resources: Vec<String>,
     #[serde(default)]
     pub defaults: Defaults,
 }

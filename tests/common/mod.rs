@@ -101,13 +101,19 @@ pub fn scratch_example(name: &str) -> tempfile::TempDir {
     dir
 }
 
-/// Builds an example into a fresh directory and returns the tree.
+/// Builds an example into a fresh directory and returns the tree of its
+/// output directory.
 pub fn build_example(name: &str) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
     let dir = scratch_example(name);
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "build failed: {}", stderr(&o));
-    let tree = read_tree(&dir.path().join("deploy"));
+    let tree = read_tree(&output_of(dir.path()));
     (dir, tree)
+}
+
+/// The output directory of the project in `dir`.
+pub fn output_of(dir: &Path) -> PathBuf {
+    dir.join(project_output(&dir.join("trainc.yaml")))
 }
 
 /// Builds an example for another target (see [`build_variant`]) and
@@ -164,6 +170,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("mnist-cpu", Variant::Target("tfjob")),
     ("kitchen-sink", Variant::Target("jobset")),
     ("kitchen-sink", Variant::Target("tfjob")),
+    ("resources", Variant::Target("jobset")),
+    ("resources", Variant::Target("tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -232,9 +240,9 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
 #[allow(dead_code)]
 pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
+    for example in ["mnist", "mnist-cpu", "kitchen-sink", "resources"] {
         let (dir, _) = build_example(example);
-        let deploy = dir.path().join("deploy");
+        let deploy = output_of(dir.path());
         out.push((example.to_owned(), dir, deploy));
     }
     for &(example, variant) in CRD_BUILDS {
