@@ -20,10 +20,12 @@ pub struct Dest<'a> {
     pub path: &'a Path,
     /// `-o` or `--build-output` when given on the command line.
     pub flag: Option<&'static str>,
-    /// The project file's key for it: `output` or `buildOutput`.
-    pub key: &'static str,
-    /// How messages call it: `output directory`, `build directory`.
-    pub what: &'static str,
+    /// Where the project file sets it, as a JSON pointer without the
+    /// leading `/`: `output`, `buildOutput`, `variants/cpu/output`.
+    pub key: &'a str,
+    /// How messages call it: `output directory`, `build directory`,
+    /// `output directory of variant `cpu``.
+    pub what: &'a str,
     /// The project's own `output` or `buildOutput`: the one definitions are
     /// never read from (the output is skipped when definitions are found;
     /// the build directory holds no YAML), so it may lie among them, as
@@ -75,6 +77,18 @@ fn check_with_home(
     if let Some(l) = &project.library {
         sources.push((real(l), l.clone(), "library files"));
     }
+    // The directories of the project's variants, which `-o` elsewhere must
+    // keep out of.
+    let mut variants: Vec<(&Path, String)> = Vec::new();
+    for v in &project.variants {
+        variants.push((
+            &v.output,
+            format!("output directory of variant `{}`", v.name),
+        ));
+        if let Some(b) = &v.build_output {
+            variants.push((b, format!("build directory of variant `{}`", v.name)));
+        }
+    }
     let mut found = Vec::new();
     for d in dests {
         let at = real(d.path);
@@ -112,6 +126,15 @@ fn check_with_home(
             })
         } else if d.own {
             None
+        } else if let Some((v, what)) = variants.iter().find(|(v, _)| {
+            let v = real(v);
+            v.starts_with(&at) || at.starts_with(&v)
+        }) {
+            // Another build of the project writes and prunes there.
+            Some(format!(
+                "it is, contains or lies in `{}`, the {what}",
+                named(v)
+            ))
         } else {
             sources
                 .iter()
@@ -135,28 +158,47 @@ fn check_with_home(
             );
         }
     }
-    if found.is_empty()
-        && let [a, b] = dests
-        && {
-            let (x, y) = (real(a.path), real(b.path));
-            x.starts_with(&y) || y.starts_with(&x)
+    if found.is_empty() {
+        let reals: Vec<PathBuf> = dests.iter().map(|d| real(d.path)).collect();
+        for (i, a) in dests.iter().enumerate() {
+            for (j, b) in dests.iter().enumerate().skip(i + 1) {
+                let (x, y) = (&reals[i], &reals[j]);
+                if !(x.starts_with(y) || y.starts_with(x)) {
+                    continue;
+                }
+                let message = if dests.len() == 2 && (i, j) == (0, 1) {
+                    "the output and build directories must not contain one another".to_owned()
+                } else {
+                    format!(
+                        "the {} `{}` and the {} `{}` must not contain one another",
+                        a.what,
+                        project.shown_dir(a.path),
+                        b.what,
+                        project.shown_dir(b.path)
+                    )
+                };
+                found
+                    .push(Diagnostic::new(message).hint(
+                        "each directory is pruned on its own; pass directories side by side",
+                    ));
+            }
         }
-    {
-        found.push(
-            Diagnostic::new("the output and build directories must not contain one another")
-                .hint("each directory is pruned on its own; pass directories side by side"),
-        );
     }
     if found.is_empty() { Ok(()) } else { Err(found) }
 }
 
 fn hint(d: &Dest) -> String {
-    let example = if d.key == "output" { "deploy" } else { "build" };
+    let field = d.key.rsplit('/').next().unwrap_or(d.key);
+    let base = if field == "output" { "deploy" } else { "build" };
+    let example = match d.key.strip_prefix("variants/") {
+        Some(rest) => format!("{base}-{}", rest.split('/').next().unwrap_or_default()),
+        None => base.to_owned(),
+    };
     let how = match d.flag {
-        Some(flag) => format!("pass `{flag}` a directory of its own, e.g. `{flag} {example}`"),
+        Some(flag) => format!("pass `{flag}` a directory of its own, e.g. `{flag} {base}`"),
         None => format!(
-            "set `{}` in the project file to a directory of its own, e.g. `{}: {example}`",
-            d.key, d.key
+            "set `{}` in the project file to a directory of its own, e.g. `{field}: {example}`",
+            d.key.replace('/', ".")
         ),
     };
     format!(
@@ -234,6 +276,7 @@ mod tests {
             build_output: root.join("p/build"),
             library: None,
             resources: Vec::new(),
+            variants: Vec::new(),
             defaults: Default::default(),
             text: None,
             doc: None,

@@ -32,3 +32,4 @@ pub mod resources;
 pub mod run;
 pub mod source;
 pub mod validate;
+pub mod variant;

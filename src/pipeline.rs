@@ -13,10 +13,12 @@ use crate::load::{self, Document};
 use crate::model::Job;
 use crate::resources::Resource;
 use crate::source::SourceFile;
+use crate::variant::{self, Variant};
 use crate::{limits, par, validate};
 
 /// The definition files under `paths` (or the project's sources when empty),
-/// never the output directory or the project file.
+/// never an output directory (the project's, its variants') or the project
+/// file.
 pub fn files(
     project: &Project,
     cwd: &Path,
@@ -28,6 +30,7 @@ pub fn files(
         paths.iter().map(|p| cwd.join(p)).collect()
     };
     let mut exclude = vec![project.output.clone()];
+    exclude.extend(project.variants.iter().map(|v| v.output.clone()));
     exclude.extend(project.file.clone());
     let files = load::discover(&project.root, cwd, &roots, &exclude)?;
     if files.is_empty() {
@@ -161,6 +164,123 @@ pub fn check(
     resolve(project, &library, &sources, &docs)
 }
 
+/// The jobs of each set asked for, in order, and the warnings about any.
+pub type Resolved = (Vec<Vec<Job>>, Vec<Diagnostic>);
+
+/// [`check`] for the project's definitions as written (`None`) and for
+/// variants, in the order of `which`: their jobs, and the warnings about
+/// any. The definitions as written are always checked: they are the
+/// project's own output, and what each variant is made from.
+pub fn check_sets(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    which: &[Option<&Variant>],
+) -> Result<Resolved, Vec<Diagnostic>> {
+    let (sources, docs) = load(project, cwd, paths)?;
+    let library = project.library()?;
+    let complete = complete(project, cwd, paths);
+    resolve_sets(project, &library, &sources, &docs, which, complete)
+}
+
+/// Whether `paths` yield all of the project's definitions: only then can a
+/// variant's `job:` be told to name none.
+fn complete(project: &Project, cwd: &Path, paths: &[PathBuf]) -> bool {
+    paths.is_empty()
+        || matches!(
+            (files(project, cwd, paths), files(project, cwd, &[])),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
+/// Resolves the definitions as written and, for each variant in `which`,
+/// as patched. A finding that a variant's documents share with the
+/// definitions as written (an error in a value no patch touched) is
+/// reported once; one only a variant has says so, unless the patch that
+/// causes it is what it points at.
+fn resolve_sets(
+    project: &Project,
+    library: &Library,
+    sources: &Sources,
+    docs: &[Document],
+    which: &[Option<&Variant>],
+    complete: bool,
+) -> Result<Resolved, Vec<Diagnostic>> {
+    type Key = (String, usize, usize, String);
+    let key = |d: &Diagnostic| -> Key {
+        match &d.location {
+            Some(l) => (l.file.name.clone(), l.pos.line, l.pos.column, d.title()),
+            None => (String::new(), 0, 0, d.title()),
+        }
+    };
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let base = match resolve(project, library, sources, docs) {
+        Ok((jobs, w)) => {
+            warnings.extend(w);
+            Some(jobs)
+        }
+        Err(d) => {
+            errors.extend(d);
+            None
+        }
+    };
+    let seen: std::collections::HashSet<Key> = errors.iter().chain(&warnings).map(key).collect();
+    let mut variants: Vec<&Variant> = which.iter().flatten().copied().collect();
+    variants.sort_by(|a, b| a.name.cmp(&b.name));
+    variants.dedup_by(|a, b| a.name == b.name);
+    let mut resolved: Vec<(&str, Vec<Job>)> = Vec::new();
+    if let Some(project_doc) = &project.doc {
+        for v in variants {
+            if complete {
+                errors.extend(variant::unmatched(v, docs, project_doc));
+            }
+            let patched = variant::apply(v, docs, project_doc);
+            let own = |d: Diagnostic| {
+                if seen.contains(&key(&d)) {
+                    return None;
+                }
+                let in_patch = d
+                    .location
+                    .as_ref()
+                    .is_some_and(|l| Arc::ptr_eq(&l.file, &project_doc.file));
+                Some(if in_patch {
+                    d
+                } else {
+                    let message = format!("{} (in variant `{}`)", d.message, v.name);
+                    Diagnostic { message, ..d }
+                })
+            };
+            match resolve(project, library, sources, &patched) {
+                Ok((jobs, w)) => {
+                    warnings.extend(w.into_iter().filter_map(own));
+                    resolved.push((&v.name, jobs));
+                }
+                Err(d) => errors.extend(d.into_iter().filter_map(own)),
+            }
+        }
+    }
+    if !errors.is_empty() {
+        errors.extend(warnings);
+        diagnostic::normalize(&mut errors);
+        return Err(errors);
+    }
+    diagnostic::normalize(&mut warnings);
+    let base = base.unwrap_or_default();
+    let jobs = which
+        .iter()
+        .map(|w| match w {
+            None => base.clone(),
+            Some(v) => resolved
+                .iter()
+                .find(|(n, _)| *n == v.name)
+                .map(|(_, j)| j.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    Ok((jobs, warnings))
+}
+
 fn resolve(
     project: &Project,
     library: &Library,
@@ -216,24 +336,46 @@ pub fn images(
     Ok(tree)
 }
 
-/// The directories trainc writes: never part of what it hashes.
-pub fn generated<'a>(project: &'a Project, build_output: &'a Path) -> [&'a Path; 3] {
-    [
-        project.output.as_path(),
-        project.build_output.as_path(),
-        build_output,
-    ]
+/// The directories trainc writes, every variant's too, whichever a build
+/// writes: never part of what it hashes, so that no image tag depends on
+/// which are built.
+pub fn generated<'a>(project: &'a Project, build_output: &'a Path) -> Vec<&'a Path> {
+    let mut dirs: Vec<&Path> = project.written_dirs().into_iter().map(|(d, _)| d).collect();
+    dirs.push(build_output);
+    dirs
 }
 
-/// What a build compiled, and from what.
+/// One output directory a build writes: the project's own or a
+/// variant's, with its build directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Set<'a> {
+    /// `None`: the definitions as written.
+    pub variant: Option<&'a Variant>,
+    pub output: &'a Path,
+    /// Where its build specs are written; `None`: nowhere.
+    pub build_output: Option<&'a Path>,
+    /// What its root kustomization lists besides the jobs.
+    pub resources: &'a [Resource],
+}
+
+/// What a build compiled for one [`Set`].
 #[derive(Debug)]
-pub struct Compiled {
+pub struct Output {
     pub manifests: Tree,
     /// Empty without `build_output` or without jobs that build an image.
     pub builds: Tree,
     /// The root kustomization's entries besides the jobs, relative to the
     /// output directory.
     pub extra: Vec<String>,
+    /// How many jobs it holds.
+    pub jobs: usize,
+}
+
+/// What a build compiled, and from what.
+#[derive(Debug)]
+pub struct Compiled {
+    /// One per set, in order.
+    pub outputs: Vec<Output>,
     /// Everything read to get here, for the build cache.
     pub read: Read,
     /// Findings that did not stop the build.
@@ -249,47 +391,87 @@ pub struct Read {
     pub contexts: Vec<ContextPrint>,
 }
 
-/// The manifest tree and the build-spec tree. `resources` are what the
-/// root kustomization lists besides the jobs (see [`crate::resources`]).
+/// The manifest tree and the build-spec tree of each set, in order. The
+/// definitions as written are compiled too, even when no set is theirs:
+/// a variant without a build directory of its own may only use the images
+/// their build specs build.
 pub fn desired(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
-    build_output: Option<&Path>,
-    resources: &[Resource],
+    sets: &[Set],
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let (sources, docs) = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
-    let (mut jobs, warnings) = resolve(project, &library, &sources, &docs)?;
-    let out = build_output.unwrap_or(&project.build_output);
-    let (builds, contexts) = crate::image::prepare(
-        &mut jobs,
-        &library,
-        &project.root,
-        out,
-        &generated(project, out),
-    )?;
-    let extra = extra_resources(project, &project.output, out, resources, &jobs)?;
-    let manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
-    let builds = if build_output.is_some() {
-        builds
-    } else {
-        Tree::new()
-    };
-    // What would be written, checked before anything is.
-    let trees = [&manifests, &builds];
-    let bytes = trees
+    let complete = complete(project, cwd, paths);
+    let mut which: Vec<Option<&Variant>> = vec![None];
+    which.extend(sets.iter().filter_map(|s| s.variant).map(Some));
+    let (resolved, warnings) = resolve_sets(project, &library, &sources, &docs, &which, complete)?;
+    let mut resolved = resolved.into_iter();
+    let mut base = resolved.next().unwrap_or_default();
+    // The project's own build directory names the images in the build
+    // specs (and in their comments): the one this build writes, if it
+    // writes the project's.
+    let base_out = sets
         .iter()
+        .find(|s| s.variant.is_none())
+        .and_then(|s| s.build_output)
+        .unwrap_or(&project.build_output);
+    let (base_builds, mut contexts, base_images) = prepare(project, &library, &mut base, base_out)?;
+    let mut outputs = Vec::with_capacity(sets.len());
+    let mut diags = Vec::new();
+    for set in sets {
+        let (jobs, builds) = match set.variant {
+            None => (base.clone(), base_builds.clone()),
+            Some(v) => {
+                let mut jobs = resolved.next().unwrap_or_default();
+                let out = v.build_output.as_deref().unwrap_or(&project.build_output);
+                let (builds, prints, images) = prepare(project, &library, &mut jobs, out)?;
+                contexts.extend(prints);
+                if v.build_output.is_none() {
+                    diags.extend(foreign_images(project, v, &images, &base_images));
+                }
+                (jobs, builds)
+            }
+        };
+        let out = set.build_output.unwrap_or(&project.build_output);
+        let extra = match extra_resources(project, set.output, out, set.resources, &jobs) {
+            Ok(extra) => extra,
+            Err(d) => {
+                diags.extend(d);
+                continue;
+            }
+        };
+        let manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
+        outputs.push(Output {
+            manifests,
+            builds: if set.build_output.is_some() {
+                builds
+            } else {
+                Tree::new()
+            },
+            extra,
+            jobs: jobs.len(),
+        });
+    }
+    if !diags.is_empty() {
+        diagnostic::normalize(&mut diags);
+        return Err(diags);
+    }
+    contexts.sort();
+    contexts.dedup();
+    // What would be written, checked before anything is.
+    let trees = outputs.iter().flat_map(|o| [&o.manifests, &o.builds]);
+    let bytes = trees
+        .clone()
         .flat_map(|t| t.values())
         .map(|b| b.len() as u64);
-    let files = trees.iter().map(|t| t.len()).sum();
+    let files = trees.map(|t| t.len()).sum();
     limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
         .map_err(|d| vec![d])?;
     Ok(Compiled {
-        manifests,
-        builds,
-        extra,
+        outputs,
         read: Read {
             sources,
             library: library.digest().to_owned(),
@@ -299,9 +481,70 @@ pub fn desired(
     })
 }
 
+/// [`crate::image::prepare`] into `out`, also returning the images it
+/// builds (those of roles that name none, and TensorBoard's).
+fn prepare(
+    project: &Project,
+    library: &Library,
+    jobs: &mut [Job],
+    out: &Path,
+) -> Result<(Tree, Vec<ContextPrint>, std::collections::BTreeSet<String>), Vec<Diagnostic>> {
+    let unnamed: Vec<Vec<bool>> = jobs
+        .iter()
+        .map(|j| j.roles.iter().map(|r| r.image.is_empty()).collect())
+        .collect();
+    let (tree, prints) =
+        crate::image::prepare(jobs, library, &project.root, out, &generated(project, out))?;
+    let mut images = std::collections::BTreeSet::new();
+    for (job, unnamed) in jobs.iter().zip(&unnamed) {
+        for (role, built) in job.roles.iter().zip(unnamed) {
+            if *built && job.build.is_some() {
+                images.insert(role.image.clone());
+            }
+        }
+        if let Some(tb) = &job.tensorboard
+            && tb.build.is_some()
+        {
+            images.insert(tb.image.clone());
+        }
+    }
+    Ok((tree, prints, images))
+}
+
+/// A variant without a build directory of its own whose patches change
+/// what an image is built from: nothing would build the image its
+/// manifests name.
+fn foreign_images(
+    project: &Project,
+    variant: &Variant,
+    images: &std::collections::BTreeSet<String>,
+    base: &std::collections::BTreeSet<String>,
+) -> Option<Diagnostic> {
+    let missing: Vec<&str> = images.difference(base).map(String::as_str).collect();
+    let first = missing.first()?;
+    let doc = project.doc.as_ref()?;
+    let at = variant.pointer("");
+    let more = match missing.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(
+        Diagnostic::new(format!(
+            "variant `{}` uses images that the project's build specs do not build ({first}{more}): its patches change what they are built from",
+            variant.name
+        ))
+        .path(doc.dotted(&at))
+        .at(doc.locate_key(&at))
+        .hint(format!(
+            "give the variant build specs of its own, e.g. `buildOutput: build-{}`, and build them as the project's are",
+            variant.name
+        )),
+    )
+}
+
 /// The root kustomization's entries for `resources` in `output`, whose
-/// build directory is `build_output`; checked against what trainc writes
-/// there.
+/// build directory is `build_output`; checked against every other
+/// directory trainc writes for the project.
 pub fn extra_resources(
     project: &Project,
     output: &Path,
@@ -313,10 +556,15 @@ pub fn extra_resources(
         return Ok(Vec::new());
     }
     let namespaces = jobs.iter().map(|j| j.namespace.as_str()).collect();
-    let mut others = vec![(build_output, "build directory")];
-    if build_output != project.build_output {
-        others.push((&project.build_output, "build directory"));
+    let mut others: Vec<(&Path, String)> = project
+        .written_dirs()
+        .into_iter()
+        .filter(|(d, _)| *d != output)
+        .collect();
+    if !others.iter().any(|(d, _)| *d == build_output) {
+        others.push((build_output, "build directory".to_owned()));
     }
+    let others: Vec<(&Path, &str)> = others.iter().map(|(d, w)| (*d, w.as_str())).collect();
     crate::resources::entries(project, resources, output, &namespaces, &others)
 }
 

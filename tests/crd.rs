@@ -87,7 +87,11 @@ fn every_generated_custom_resource_matches_its_crd() {
             Variant::Project(_) => "JobSet",
             Variant::Target("jobset") => "JobSet",
             Variant::Target("tfjob") => "TFJob",
-            Variant::Target(other) => panic!("no custom kind for target {other}"),
+            Variant::Output(_, "jobset") => "JobSet",
+            Variant::Output(_, "tfjob") => "TFJob",
+            Variant::Target(other) | Variant::Output(_, other) => {
+                panic!("no custom kind for target {other}")
+            }
         };
         assert!(
             counts.get(expected) > before.get(expected),

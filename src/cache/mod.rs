@@ -426,6 +426,7 @@ mod tests {
             build_output: root.join("build"),
             library: None,
             resources: Vec::new(),
+            variants: Vec::new(),
             defaults: Default::default(),
             text: None,
             doc: None,
@@ -434,7 +435,7 @@ mod tests {
             cwd: root,
             project: &project,
             paths: &[],
-            build_output: None,
+            dirs: vec![out.clone()],
         };
         let cache = Cache {
             dir: root.join("cache"),

@@ -35,15 +35,83 @@ const MAX_DEPTH: usize = 32;
 pub struct Document {
     pub file: Arc<SourceFile>,
     pub value: Value,
+    /// Where the values that came from `file` are.
+    pub spans: SpanIndex,
+    /// Where the values that came from other files are: those a variant's
+    /// merge patch in the project file set (see [`Document::merge_patch`]).
+    /// A pointer is in `spans` or in one of these, never in two.
+    pub patched: Vec<Patched>,
+}
+
+/// Values of a [`Document`] that another file set, and where they are
+/// there.
+#[derive(Debug, Clone)]
+pub struct Patched {
+    pub file: Arc<SourceFile>,
     pub spans: SpanIndex,
 }
 
 impl Document {
-    /// Where the value at `pointer` is (or its nearest existing ancestor).
+    /// The file and position of the node at `pointer` exactly.
+    fn position(&self, pointer: &str) -> Option<(&Arc<SourceFile>, NodePos)> {
+        self.patched
+            .iter()
+            .find_map(|p| Some((&p.file, p.spans.get(pointer)?)))
+            .or_else(|| Some((&self.file, self.spans.get(pointer)?)))
+    }
+
+    /// The file and position of the node at `pointer`, or of its nearest
+    /// ancestor that exists (a missing required field is reported at its
+    /// parent).
+    fn nearest(&self, pointer: &str) -> Option<(&Arc<SourceFile>, NodePos)> {
+        let mut p = pointer;
+        loop {
+            if let Some(found) = self.position(p) {
+                return Some(found);
+            }
+            p = &p[..p.rfind('/')?];
+        }
+    }
+
+    /// Where the value at `pointer` is (or its nearest existing ancestor):
+    /// in the definition, or in the project file when a patch set it.
     pub fn locate(&self, pointer: &str) -> Option<Location> {
-        self.spans
-            .nearest(pointer)
-            .map(|p| Location::new(&self.file, p.value))
+        self.nearest(pointer)
+            .map(|(file, p)| Location::new(file, p.value))
+    }
+
+    /// Applies an RFC 7386 JSON merge patch: a mapping merges into a
+    /// mapping key by key, `null` deletes, any other value (a list too)
+    /// replaces. `patch` is the value at `from` in `source` (a document of
+    /// the project file), so that every value it sets is located there;
+    /// values it does not touch stay located here.
+    pub fn merge_patch(&mut self, patch: &Value, source: &Document, from: &str) {
+        let slot = match self
+            .patched
+            .iter()
+            .position(|p| Arc::ptr_eq(&p.file, &source.file))
+        {
+            Some(i) => i,
+            None => {
+                self.patched.push(Patched {
+                    file: Arc::clone(&source.file),
+                    spans: SpanIndex::default(),
+                });
+                self.patched.len() - 1
+            }
+        };
+        let mut at = String::new();
+        let mut value = std::mem::take(&mut self.value);
+        merge(&mut value, patch, &mut at, from, self, slot, &source.spans);
+        self.value = value;
+    }
+
+    /// Forgets where the node at `pointer` and below came from.
+    fn forget(&mut self, pointer: &str) {
+        self.spans.remove_subtree(pointer);
+        for p in &mut self.patched {
+            p.spans.remove_subtree(pointer);
+        }
     }
 
     /// The document as the typed model, once the schema has accepted it. The
@@ -88,9 +156,9 @@ impl Document {
 
     /// The source text of the scalar at `pointer`, exactly as written.
     pub fn source_text(&self, pointer: &str) -> Option<&str> {
-        let pos = self.spans.get(pointer)?.text;
-        let start = pos.byte?;
-        self.file.text.get(start..start.checked_add(pos.len)?)
+        let (file, pos) = self.position(pointer)?;
+        let start = pos.text.byte?;
+        file.text.get(start..start.checked_add(pos.text.len)?)
     }
 
     /// The field at `pointer` as users write paths: `/spec/storage/0/name` →
@@ -123,9 +191,50 @@ impl Document {
 
     /// Where the key naming the value at `pointer` is, falling back to the value.
     pub fn locate_key(&self, pointer: &str) -> Option<Location> {
-        self.spans
-            .nearest(pointer)
-            .map(|p| Location::new(&self.file, p.key.unwrap_or(p.value)))
+        self.nearest(pointer)
+            .map(|(file, p)| Location::new(file, p.key.unwrap_or(p.value)))
+    }
+}
+
+/// One step of [`Document::merge_patch`]: `patch` (at `from` in the patch's
+/// file, whose positions are `spans`) into `target` (at `at` in `doc`).
+fn merge(
+    target: &mut Value,
+    patch: &Value,
+    at: &mut String,
+    from: &str,
+    doc: &mut Document,
+    slot: usize,
+    spans: &SpanIndex,
+) {
+    let Value::Object(entries) = patch else {
+        doc.forget(at);
+        doc.patched[slot].spans.graft(at, spans, from);
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        // A mapping where there was none: it comes from the patch.
+        doc.forget(at);
+        doc.patched[slot].spans.graft_node(at, spans, from);
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(map) = target else {
+        return;
+    };
+    for (key, value) in entries {
+        let len = at.len();
+        at.push('/');
+        at.push_str(&pointer_segment(key));
+        let child_from = format!("{from}/{}", pointer_segment(key));
+        if value.is_null() {
+            map.remove(key);
+            doc.forget(at);
+        } else {
+            let child = map.entry(key.clone()).or_insert(Value::Null);
+            merge(child, value, at, &child_from, doc, slot, spans);
+        }
+        at.truncate(len);
     }
 }
 
@@ -190,6 +299,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
                 file: Arc::clone(file),
                 value,
                 spans,
+                patched: Vec::new(),
             }
         })
         .collect();

@@ -8,6 +8,7 @@ use crate::load::{self, Document};
 use crate::model::project::{Defaults, ProjectFile};
 use crate::resources::Resource;
 use crate::validate::schema;
+use crate::variant::{Patch, Variant};
 
 pub const PROJECT_FILE: &str = "trainc.yaml";
 pub const DEFAULT_SOURCES: &str = "jobs";
@@ -32,6 +33,8 @@ pub struct Project {
     pub library: Option<PathBuf>,
     /// What the root kustomization of `output` lists besides the jobs.
     pub resources: Vec<Resource>,
+    /// The variants of the definitions, in name order.
+    pub variants: Vec<Variant>,
     pub defaults: Defaults,
     /// The project file as read, for the build cache's key.
     pub text: Option<String>,
@@ -57,6 +60,7 @@ impl Project {
                 build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
                 library: None,
                 resources: Vec::new(),
+                variants: Vec::new(),
                 defaults: Defaults::default(),
                 text: None,
                 doc: None,
@@ -82,7 +86,7 @@ impl Project {
                 return Err(vec![
                     Diagnostic::new(format!(
                         "{} must hold exactly one YAML document, found {}",
-                        source.name,
+                        source.shown,
                         docs.len()
                     ))
                     .hint("keep the project settings in one document"),
@@ -99,13 +103,40 @@ impl Project {
         let output = root.join(pf.output.as_deref().unwrap_or(DEFAULT_OUTPUT));
         let build_output = root.join(pf.build_output.as_deref().unwrap_or(DEFAULT_BUILD_OUTPUT));
         let library = pf.library.as_deref().map(|l| root.join(l));
-        let resources = resources(&root, "/resources", &pf.resources);
+        let resources = resources_at(&root, "/resources", &pf.resources);
         if overlap(&output, &build_output) {
             return Err(vec![
                 Diagnostic::new("`output` and `buildOutput` must not contain one another")
                     .at(doc_location(&docs, "/buildOutput"))
                     .hint("each directory is pruned on its own; keep them side by side, e.g. `deploy` and `build`"),
             ]);
+        }
+        let variants: Vec<Variant> = pf
+            .variants
+            .into_iter()
+            .map(|(name, v)| {
+                let at = format!("/variants/{}", load::pointer_segment(&name));
+                Variant {
+                    output: root.join(&v.output),
+                    build_output: v.build_output.as_deref().map(|b| root.join(b)),
+                    resources: resources_at(&root, &format!("{at}/resources"), &v.resources),
+                    patches: v
+                        .patches
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| Patch {
+                            job: p.job,
+                            value: p.patch,
+                            pointer: format!("{at}/patches/{i}"),
+                        })
+                        .collect(),
+                    name,
+                }
+            })
+            .collect();
+        let found = apart(doc, &output, &build_output, &variants);
+        if !found.is_empty() {
+            return Err(found);
         }
         let doc = docs.into_iter().next();
         Ok(Self {
@@ -118,9 +149,68 @@ impl Project {
             library,
             resources,
             defaults: pf.defaults,
+            variants,
             text: Some(source.text.clone()),
             doc,
         })
+    }
+
+    /// The variants named (all of them for none), in name order; or an
+    /// error naming the unknown ones.
+    pub fn select(&self, names: &[String]) -> Result<Vec<&Variant>, Vec<Diagnostic>> {
+        let unknown: Vec<&String> = names
+            .iter()
+            .filter(|n| !self.variants.iter().any(|v| &v.name == *n))
+            .collect();
+        if let Some(first) = unknown.first() {
+            let known: Vec<String> = self
+                .variants
+                .iter()
+                .map(|v| format!("`{}`", v.name))
+                .collect();
+            let hint = if known.is_empty() {
+                "the project file defines no `variants`".to_owned()
+            } else {
+                match crate::validate::did_you_mean(
+                    first,
+                    self.variants.iter().map(|v| v.name.as_str()),
+                ) {
+                    Some(s) => format!(
+                        "did you mean `{s}`? The project's variants are {}",
+                        known.join(", ")
+                    ),
+                    None => format!("the project's variants are {}", known.join(", ")),
+                }
+            };
+            let names: Vec<String> = unknown.iter().map(|n| format!("`{n}`")).collect();
+            return Err(vec![
+                Diagnostic::new(format!("no variant named {}", names.join(", "))).hint(hint),
+            ]);
+        }
+        Ok(self
+            .variants
+            .iter()
+            .filter(|v| names.is_empty() || names.contains(&v.name))
+            .collect())
+    }
+
+    /// Every directory trainc writes for the project, as configured, and
+    /// what it is: the output and build directories, then each variant's.
+    pub fn written_dirs(&self) -> Vec<(&Path, String)> {
+        let mut dirs = vec![
+            (self.output.as_path(), "output directory".to_owned()),
+            (self.build_output.as_path(), "build directory".to_owned()),
+        ];
+        for v in &self.variants {
+            dirs.push((
+                &v.output,
+                format!("output directory of variant `{}`", v.name),
+            ));
+            if let Some(b) = &v.build_output {
+                dirs.push((b, format!("build directory of variant `{}`", v.name)));
+            }
+        }
+        dirs
     }
 
     /// How messages name the file or directory `path`: from the working
@@ -164,7 +254,7 @@ pub fn find(cwd: &Path) -> Option<PathBuf> {
 }
 
 /// The `resources` at `pointer` in the project file.
-fn resources(root: &Path, pointer: &str, list: &[String]) -> Vec<Resource> {
+fn resources_at(root: &Path, pointer: &str, list: &[String]) -> Vec<Resource> {
     list.iter()
         .enumerate()
         .map(|(i, r)| Resource {
@@ -173,6 +263,41 @@ fn resources(root: &Path, pointer: &str, list: &[String]) -> Vec<Resource> {
             pointer: format!("{pointer}/{i}"),
         })
         .collect()
+}
+
+/// Refuses, located at the later of the two, directories of the project
+/// file that contain one another: each is pruned on its own.
+fn apart(doc: &Document, output: &Path, build: &Path, variants: &[Variant]) -> Vec<Diagnostic> {
+    let mut dirs: Vec<(&Path, String)> = Vec::new();
+    for v in variants {
+        dirs.push((&v.output, v.pointer("output")));
+        if let Some(b) = &v.build_output {
+            dirs.push((b, v.pointer("buildOutput")));
+        }
+    }
+    let dotted = |p: &str| format!("`{}`", doc.dotted(p));
+    let mut found = Vec::new();
+    for (i, (dir, at)) in dirs.iter().enumerate() {
+        let earlier = [
+            (output, "/output".to_owned()),
+            (build, "/buildOutput".to_owned()),
+        ]
+        .into_iter()
+        .chain(dirs[..i].iter().cloned());
+        if let Some((_, other)) = earlier.into_iter().find(|(d, _)| overlap(d, dir)) {
+            found.push(
+                Diagnostic::new(format!(
+                    "{} and {} must not contain one another",
+                    dotted(&other),
+                    dotted(at)
+                ))
+                .path(doc.dotted(at))
+                .at(doc.locate(at))
+                .hint("each directory is pruned on its own: give every variant directories of its own beside the project's, e.g. `deploy-cpu` and `build-cpu`"),
+            );
+        }
+    }
+    found
 }
 
 /// Whether one directory lies in the other (lexically, as written).

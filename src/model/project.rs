@@ -23,6 +23,30 @@ pub struct ProjectFile {
     pub resources: Vec<String>,
     #[serde(default)]
     pub defaults: Defaults,
+    /// Variants of the definitions, each compiled into its own output
+    /// directory; by name, so in name order.
+    #[serde(default)]
+    pub variants: BTreeMap<String, VariantFile>,
+}
+
+/// One variant: where it goes, and the merge patches that make it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VariantFile {
+    pub output: String,
+    pub build_output: Option<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    #[serde(default)]
+    pub patches: Vec<PatchFile>,
+}
+
+/// A JSON merge patch for every definition, or for the jobs of one name.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchFile {
+    pub job: Option<String>,
+    pub patch: serde_json::Value,
 }
 
 /// Values a definition gets when it does not set them.

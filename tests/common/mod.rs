@@ -158,6 +158,9 @@ pub enum Variant {
     /// Every job built for this target: `defaults.target` in the project
     /// file, and any `target:` a definition sets replaced.
     Target(&'static str),
+    /// `trainc build` as the project stands, and the output directory of
+    /// one of its variants, whose jobs are of this target.
+    Output(&'static str, &'static str),
 }
 
 /// The builds whose output holds custom resources (JobSets, TFJobs); checked
@@ -172,6 +175,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("kitchen-sink", Variant::Target("tfjob")),
     ("resources", Variant::Target("jobset")),
     ("resources", Variant::Target("tfjob")),
+    ("variants", Variant::Output("deploy-cpu", "jobset")),
+    ("variants", Variant::Output("deploy-staging", "tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -185,7 +190,14 @@ pub fn project_output(project: &Path) -> String {
 /// and the output directory.
 pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBuf) {
     let dir = scratch_example(name);
+    if let Variant::Output(output, _) = variant {
+        let o = run(dir.path(), &["build"]);
+        assert!(o.status.success(), "{name}: build failed: {}", stderr(&o));
+        let output = dir.path().join(output);
+        return (dir, output);
+    }
     let project = match variant {
+        Variant::Output(..) => unreachable!("built above"),
         Variant::Project(file) => file,
         Variant::Target(target) => {
             let project = dir.path().join("trainc.yaml");
@@ -240,7 +252,13 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
 #[allow(dead_code)]
 pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink", "resources"] {
+    for example in [
+        "mnist",
+        "mnist-cpu",
+        "kitchen-sink",
+        "resources",
+        "variants",
+    ] {
         let (dir, _) = build_example(example);
         let deploy = output_of(dir.path());
         out.push((example.to_owned(), dir, deploy));
