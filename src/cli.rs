@@ -66,9 +66,14 @@ pub enum DiffFormat {
 pub struct Inputs {
     /// Definition files or directories [default: the project's `sources`, else `jobs`].
     pub paths: Vec<PathBuf>,
-    /// Project file [default: `trainc.yaml` in the working directory, if any].
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
     #[arg(long, value_name = "FILE")]
     pub project: Option<PathBuf>,
+    /// Only this variant of the project file (repeatable) [default: the
+    /// project's output and every variant].
+    #[arg(long, value_name = "NAME")]
+    pub variant: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -162,7 +167,11 @@ pub struct RunArgs {
     /// The job to run when the path holds several.
     #[arg(long, value_name = "NAME")]
     job: Option<String>,
-    /// Project file [default: `trainc.yaml` in the working directory, if any].
+    /// Run the job as this variant of the project file makes it.
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
     #[arg(long, value_name = "FILE")]
     project: Option<PathBuf>,
     /// Directory standing in for the job's volumes [default: a new
@@ -257,24 +266,78 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-fn shown(cwd: &Path, dir: &Path) -> String {
-    crate::load::shown_dir(cwd, dir)
-}
-
 /// A directory trainc writes, and what it should hold.
 struct Dest {
     dir: PathBuf,
     /// How messages name it.
     shown: String,
     tree: crate::emit::Tree,
+    /// Manifests (not build specs) of a build that writes several output
+    /// directories: `diff` names it with the runs it changes.
+    label_runs: bool,
+}
+
+/// One output directory a build writes (the project's own, or a
+/// variant's), and its build directory.
+struct Set {
+    /// An index into the project's variants; `None`: the project's own.
+    variant: Option<usize>,
+    output: PathBuf,
+    /// The build-spec directory, when this build writes one.
+    build_output: Option<PathBuf>,
+    /// Whether `output` is the one the project file configures (no `-o`,
+    /// or `-o` naming it): only then does it list the `resources`, and is
+    /// unlisted YAML in it warned about.
+    own: bool,
 }
 
 /// Where a build reads and writes, resolved from the project and the
 /// arguments, with the guards that keep it from pruning what it should not.
 struct Targets {
     project: Project,
-    /// The build-spec directory, when this build writes one.
-    build_output: Option<PathBuf>,
+    sets: Vec<Set>,
+}
+
+impl Targets {
+    /// The sets as the pipeline takes them.
+    fn pipeline_sets(&self) -> Vec<pipeline::Set<'_>> {
+        self.sets
+            .iter()
+            .map(|s| {
+                let variant = s.variant.and_then(|i| self.project.variants.get(i));
+                pipeline::Set {
+                    variant,
+                    output: &s.output,
+                    build_output: s.build_output.as_deref(),
+                    resources: match (variant, s.own) {
+                        (Some(v), _) => &v.resources,
+                        (None, true) => &self.project.resources,
+                        (None, false) => &[],
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Every directory the build may write, in order.
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.sets
+            .iter()
+            .flat_map(|s| std::iter::once(s.output.clone()).chain(s.build_output.clone()))
+            .collect()
+    }
+}
+
+/// The variants `--variant` names, or an error; none for none.
+fn selected(project: &Project, names: &[String]) -> Result<Vec<usize>, Vec<Diagnostic>> {
+    let chosen = project.select(names)?;
+    Ok(project
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| chosen.iter().any(|c| c.name == v.name))
+        .map(|(i, _)| i)
+        .collect())
 }
 
 fn targets(
@@ -284,6 +347,13 @@ fn targets(
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Targets, Failure> {
     let mut project = Project::discover(cwd, inputs.project.as_deref()).map_err(fail)?;
+    if !inputs.variant.is_empty() && (output.output.is_some() || output.build_output.is_some()) {
+        return Err(fail(vec![
+            Diagnostic::new("`--variant` cannot be given with `-o` or `--build-output`")
+                .hint("a variant is built into the directories the project file gives it (`variants.<name>.output` and `buildOutput`)"),
+        ]));
+    }
+    let chosen = selected(&project, &inputs.variant).map_err(fail)?;
     let own_output = project.output.clone();
     if let Some(o) = &output.output {
         // Also keeps `-o` out of the definitions when it lies among them.
@@ -301,64 +371,118 @@ fn targets(
     let project_build = build_output
         .as_deref()
         .is_some_and(|b| same(b, &project.build_output));
-    if !inputs.paths.is_empty() && (project_output || project_build) {
+    let variants = !inputs.variant.is_empty() || project_output;
+    if !inputs.paths.is_empty() && (project_output || project_build || variants) {
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
-    let mut dests = vec![guard::Dest {
-        path: &project.output,
-        flag: output.output.is_some().then_some("-o"),
-        key: "output",
-        what: "output directory",
-        own: project_output,
-    }];
-    if let Some(b) = &build_output {
-        dests.push(guard::Dest {
-            path: b,
-            flag: output.build_output.is_some().then_some("--build-output"),
-            key: "buildOutput",
-            what: "build directory",
-            own: project_build,
+    let mut sets = Vec::new();
+    if inputs.variant.is_empty() {
+        sets.push(Set {
+            variant: None,
+            output: project.output.clone(),
+            build_output,
+            own: project_output,
         });
     }
+    // The variants go with the project's own output: `-o` elsewhere builds
+    // the paths alone.
+    if variants {
+        for i in chosen {
+            let v = &project.variants[i];
+            sets.push(Set {
+                variant: Some(i),
+                output: v.output.clone(),
+                build_output: v.build_output.clone(),
+                own: true,
+            });
+        }
+    }
+    // Where the project file sets each directory, and how messages call it.
+    let labels: Vec<[String; 4]> = sets
+        .iter()
+        .map(|s| match s.variant.map(|i| &project.variants[i]) {
+            None => [
+                "output",
+                "buildOutput",
+                "output directory",
+                "build directory",
+            ]
+            .map(str::to_owned),
+            Some(v) => [
+                v.pointer("output")[1..].to_owned(),
+                v.pointer("buildOutput")[1..].to_owned(),
+                format!("output directory of variant `{}`", v.name),
+                format!("build directory of variant `{}`", v.name),
+            ],
+        })
+        .collect();
+    let mut dests = Vec::new();
+    for (s, [out_key, build_key, out_what, build_what]) in sets.iter().zip(&labels) {
+        let project_set = s.variant.is_none();
+        dests.push(guard::Dest {
+            path: &s.output,
+            flag: (project_set && output.output.is_some()).then_some("-o"),
+            key: out_key,
+            what: out_what,
+            own: s.own,
+        });
+        if let Some(b) = &s.build_output {
+            dests.push(guard::Dest {
+                path: b,
+                flag: (project_set && output.build_output.is_some()).then_some("--build-output"),
+                key: build_key,
+                what: build_what,
+                own: !project_set || project_build,
+            });
+        }
+    }
     guard::check(&project, cwd, &inputs.paths, &dests).map_err(fail)?;
-    Ok(Targets {
-        project,
-        build_output,
-    })
+    Ok(Targets { project, sets })
 }
 
 /// Everything up to, not including, touching the output directories: the
-/// same for `build`, `build --check` and `diff`. The manifests come first;
-/// build specs follow when the project's output is built (or
-/// `--build-output` is given) and there are any, or were. Also returns what
-/// was read, for the build cache.
+/// same for `build`, `build --check` and `diff`. For each set, the manifests
+/// come first; build specs follow when the set writes them and there are
+/// any, or were. Also returns what was read, for the build cache.
 fn desired(
     cwd: &Path,
     inputs: &Inputs,
     targets: &Targets,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<(Vec<Dest>, pipeline::Read, Vec<Diagnostic>), Failure> {
-    let Targets {
-        project,
-        build_output,
-    } = targets;
+    let project = &targets.project;
     let compiled =
-        pipeline::desired(project, cwd, &inputs.paths, build_output.as_deref()).map_err(fail)?;
-    let mut dests = vec![Dest {
-        shown: shown(cwd, &project.output),
-        dir: project.output.clone(),
-        tree: compiled.manifests,
-    }];
-    if let Some(dir) = build_output
-        && (!compiled.builds.is_empty() || dir.is_dir())
-    {
+        pipeline::desired(project, cwd, &inputs.paths, &targets.pipeline_sets()).map_err(fail)?;
+    let mut warnings = compiled.warnings;
+    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
+    let mut dests = Vec::new();
+    for (set, out) in targets.sets.iter().zip(compiled.outputs) {
+        // What a controller syncing the project's output would miss.
+        if set.own {
+            warnings.extend(crate::resources::unlisted(
+                &set.output,
+                &project.shown_dir(&set.output),
+                &out.extra,
+            ));
+        }
         dests.push(Dest {
-            shown: shown(cwd, dir),
-            dir: dir.clone(),
-            tree: compiled.builds,
+            shown: project.shown_dir(&set.output),
+            dir: set.output.clone(),
+            tree: out.manifests,
+            label_runs: several,
         });
+        if let Some(dir) = &set.build_output
+            && (!out.builds.is_empty() || dir.is_dir())
+        {
+            dests.push(Dest {
+                shown: project.shown_dir(dir),
+                dir: dir.clone(),
+                tree: out.builds,
+                label_runs: false,
+            });
+        }
     }
-    Ok((dests, compiled.read, compiled.warnings))
+    Ok((dests, compiled.read, warnings))
 }
 
 /// The output directory is a function of all its inputs: building some of a
@@ -373,7 +497,14 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     if given == all || (project.file.is_none() && all.is_empty()) {
         return Ok(());
     }
-    let out = crate::load::display_name(cwd, &project.output);
+    let out = project.shown_dir(&project.output);
+    // Run in a subdirectory, the user may not know a project is in play.
+    let sources = match &project.file {
+        Some(file) if project.found_above() => {
+            format!("the sources of the project {}", project.shown(file))
+        }
+        _ => "the project's sources".to_owned(),
+    };
     let missing = all.iter().filter(|f| !given.contains(f)).count();
     let extra = given.iter().filter(|f| !all.contains(f)).count();
     let what = match (missing, extra) {
@@ -390,7 +521,7 @@ fn partial_guard(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<(),
     };
     Err(vec![
         Diagnostic::new(format!(
-            "the paths given are not the project's sources ({what}); building them into {out} would prune the other jobs"
+            "the paths given are not {sources} ({what}); building them into {out} would prune the other jobs"
         ))
         .hint(
             "run without paths to build the whole project, or pass `-o DIR` to build only these paths into another directory; `trainc validate PATH…` checks a subset",
@@ -432,18 +563,23 @@ fn plan_all(
 }
 
 /// `deploy is up to date (17 files)`, or for several directories
-/// `deploy and build are up to date (17 and 2 files)`.
+/// `deploy and build are up to date (17 and 2 files)`,
+/// `deploy, build and deploy-cpu are up to date (17, 2 and 17 files)`.
 fn up_to_date(dirs: &[(usize, impl AsRef<str>)]) -> String {
+    /// `a`, `a and b`, `a, b and c`.
+    fn and(items: &[String]) -> String {
+        match items {
+            [] => String::new(),
+            [one] => one.clone(),
+            [first @ .., last] => format!("{} and {last}", first.join(", ")),
+        }
+    }
     match dirs {
         [(n, dir)] => format!("{} is up to date ({})", dir.as_ref(), plural(*n, "file")),
         _ => {
             let counts: Vec<String> = dirs.iter().map(|(n, _)| n.to_string()).collect();
-            let dirs: Vec<&str> = dirs.iter().map(|(_, d)| d.as_ref()).collect();
-            format!(
-                "{} are up to date ({} files)",
-                dirs.join(" and "),
-                counts.join(" and ")
-            )
+            let dirs: Vec<String> = dirs.iter().map(|(_, d)| d.as_ref().to_owned()).collect();
+            format!("{} are up to date ({} files)", and(&dirs), and(&counts))
         }
     }
 }
@@ -486,7 +622,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             output,
             format,
             stat,
-        } => diff(&cwd, out, &inputs, &output, format, stat),
+        } => diff(&cwd, out, &inputs, &output, format, stat, cli.color),
         Command::Run(args) => run_local(&cwd, stdout, args, cli.color),
         Command::Schema { kind } => {
             let text = match kind {
@@ -526,14 +662,59 @@ fn validate(
 ) -> Result<Status, Failure> {
     let fail = fail(format);
     let project = Project::discover(cwd, inputs.project.as_deref()).map_err(&fail)?;
-    let (mut jobs, warnings) = pipeline::check(&project, cwd, &inputs.paths).map_err(&fail)?;
-    // Templates and build contexts too: what `build` would refuse.
-    pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
+    let chosen = selected(&project, &inputs.variant).map_err(&fail)?;
+    // Everything `build` would check but the output directories: the
+    // definitions as written and as each variant patches them, templates
+    // and build contexts, what each output directory would list.
+    let mut sets = vec![Set {
+        variant: None,
+        output: project.output.clone(),
+        build_output: Some(project.build_output.clone()),
+        own: true,
+    }];
+    for &i in &chosen {
+        let v = &project.variants[i];
+        sets.push(Set {
+            variant: Some(i),
+            output: v.output.clone(),
+            build_output: v.build_output.clone(),
+            own: true,
+        });
+    }
+    let targets = Targets { project, sets };
+    let compiled = pipeline::desired(
+        &targets.project,
+        cwd,
+        &inputs.paths,
+        &targets.pipeline_sets(),
+    )
+    .map_err(&fail)?;
+    let mut warnings = compiled.warnings;
+    for (set, out) in targets.sets.iter().zip(&compiled.outputs) {
+        warnings.extend(crate::resources::unlisted(
+            &set.output,
+            &targets.project.shown_dir(&set.output),
+            &out.extra,
+        ));
+    }
     if format == Format::Json {
         let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
     } else {
         warn(&warnings, color);
-        let _ = writeln!(stdout, "{} valid", plural(jobs.len(), "job"));
+        let jobs = compiled.outputs.first().map_or(0, |o| o.jobs);
+        let names: Vec<&str> = chosen
+            .iter()
+            .map(|&i| targets.project.variants[i].name.as_str())
+            .collect();
+        let variants = match names.as_slice() {
+            [] => String::new(),
+            [one] => format!(", as written and in variant {one}"),
+            [first @ .., last] => format!(
+                ", as written and in variants {} and {last}",
+                first.join(", ")
+            ),
+        };
+        let _ = writeln!(stdout, "{} valid{variants}", plural(jobs, "job"));
     }
     Ok(Status::Ok)
 }
@@ -577,7 +758,7 @@ fn build(
         cwd,
         project: &targets.project,
         paths: &inputs.paths,
-        build_output: targets.build_output.as_deref(),
+        dirs: targets.dirs(),
     };
     let cache = if no_cache {
         Err("of --no-cache".to_owned())
@@ -599,8 +780,10 @@ fn build(
         if format == Format::Json && !check {
             let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
         } else {
-            let dirs: Vec<(usize, String)> =
-                dests.iter().map(|(d, n)| (*n, shown(cwd, d))).collect();
+            let dirs: Vec<(usize, String)> = dests
+                .iter()
+                .map(|(d, n)| (*n, targets.project.shown_dir(d)))
+                .collect();
             let _ = writeln!(stdout, "{}", up_to_date(&dirs));
         }
         return Ok(Status::Ok);
@@ -679,6 +862,7 @@ fn diff(
     output: &Output,
     format: DiffFormat,
     stat: bool,
+    color: Color,
 ) -> Result<Status, Failure> {
     let fail = fail(if format == DiffFormat::Json {
         Format::Json
@@ -688,16 +872,26 @@ fn diff(
     let mut reports = Vec::new();
     let mut noop = true;
     let targets = targets(cwd, inputs, output, &fail)?;
-    for d in desired(cwd, inputs, &targets, &fail)?.0 {
+    let (dests, _, warnings) = desired(cwd, inputs, &targets, &fail)?;
+    if format != DiffFormat::Json {
+        warn(&warnings, color);
+    }
+    for d in dests {
         let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
         noop &= plan.is_noop();
-        reports.push(diff::report(&plan, &d.shown));
+        let mut report = diff::report(&plan, &d.shown);
+        if d.label_runs {
+            for r in &mut report.runs {
+                r.output = Some(d.shown.clone());
+            }
+        }
+        reports.push(report);
     }
     let report = diff::Report::merge(reports);
     let text = match format {
         DiffFormat::Text => diff::render_text(&report, true, stat),
         DiffFormat::Markdown => diff::render_markdown(&report, stat),
-        DiffFormat::Json => diff::render_json(&report),
+        DiffFormat::Json => diff::render_json(&report, &warnings),
     };
     let _ = write!(stdout, "{text}");
     Ok(if noop { Status::Ok } else { Status::Changes })
@@ -710,6 +904,7 @@ fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs, color: Color) -> Result
         path,
         local: _,
         job,
+        variant,
         project,
         workdir,
         python,
@@ -718,10 +913,23 @@ fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs, color: Color) -> Result
     } = args;
     let fail = fail(Format::Text);
     let project = Project::discover(cwd, project.as_deref()).map_err(&fail)?;
-    let (mut jobs, warnings) =
-        pipeline::check(&project, cwd, std::slice::from_ref(&path)).map_err(&fail)?;
+    let variant = match &variant {
+        Some(name) => project
+            .select(std::slice::from_ref(name))
+            .map_err(&fail)?
+            .into_iter()
+            .next(),
+        None => None,
+    };
+    let (jobs, warnings) =
+        pipeline::check_sets(&project, cwd, std::slice::from_ref(&path), &[variant])
+            .map_err(&fail)?;
+    let mut jobs = jobs.into_iter().next().unwrap_or_default();
     warn(&warnings, color);
-    pipeline::images(&project, &mut jobs, &project.build_output).map_err(&fail)?;
+    let build_output = variant
+        .and_then(|v| v.build_output.as_deref())
+        .unwrap_or(&project.build_output);
+    pipeline::images(&project, &mut jobs, build_output).map_err(&fail)?;
     let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
     let workdir = match workdir {
         Some(w) => cwd.join(w),

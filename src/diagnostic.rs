@@ -121,7 +121,7 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
         let mut group = Group::with_title(level.primary_title(&title));
         if let Some(loc) = &d.location {
             let mut snippet = Snippet::source(loc.file.text.as_str())
-                .path(loc.file.name.as_str())
+                .path(loc.file.shown.as_str())
                 .fold(true)
                 .annotation(AnnotationKind::Primary.span(loc.byte_range()));
             for (label, rel) in &d.related {
@@ -148,7 +148,7 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
                 report.push(
                     Group::with_title(Level::NOTE.secondary_title(label.as_str())).element(
                         Snippet::source(rel.file.text.as_str())
-                            .path(rel.file.name.as_str())
+                            .path(rel.file.shown.as_str())
                             .fold(true)
                             .annotation(AnnotationKind::Context.span(rel.byte_range())),
                     ),
@@ -200,7 +200,7 @@ pub fn render_json(diags: &[Diagnostic]) -> String {
             },
             message: &d.message,
             path: d.path.as_deref(),
-            file: d.location.as_ref().map(|l| l.file.name.as_str()),
+            file: d.location.as_ref().map(|l| l.file.shown.as_str()),
             line: d.location.as_ref().map(|l| l.pos.line),
             column: d.location.as_ref().map(|l| l.pos.column),
             hint: d.hint.as_deref(),

@@ -46,24 +46,32 @@ pub struct RunChange {
     /// format changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The output directory, when a build writes several (a project with
+    /// variants): the same job runs in each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 impl RunChange {
     /// `re-run ml/mnist: mnist-4e20cf → mnist-8b16ab (the definition or its image changed)`.
     pub fn line(&self) -> String {
         let name = |n: &Option<String>| n.clone().unwrap_or_default();
+        let job = match &self.output {
+            Some(out) => format!("{} in {out}", self.job),
+            None => self.job.clone(),
+        };
         match self.op {
             "rerun" => format!(
                 "re-run {}: {} → {}, every task starts again ({})",
-                self.job,
+                job,
                 name(&self.old),
                 name(&self.new),
                 self.reason
                     .as_deref()
                     .unwrap_or("the definition or its image changed")
             ),
-            "start" => format!("start {}: {}", self.job, name(&self.new)),
-            _ => format!("stop {}: {} is deleted", self.job, name(&self.old)),
+            "start" => format!("start {}: {}", job, name(&self.new)),
+            _ => format!("stop {}: {} is deleted", job, name(&self.old)),
         }
     }
 }
@@ -165,6 +173,7 @@ fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
             old: old.shown(),
             new: new.shown(),
             reason,
+            output: None,
         });
     }
     out
@@ -634,8 +643,17 @@ pub fn render_markdown(r: &Report, stat: bool) -> String {
     out
 }
 
-pub fn render_json(r: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".to_owned());
+/// The report for tools; `warnings`, when there are any, as the findings
+/// of `--format json` under the key `warnings`.
+pub fn render_json(r: &Report, warnings: &[crate::diagnostic::Diagnostic]) -> String {
+    let mut value = serde_json::to_value(r).unwrap_or_default();
+    if !warnings.is_empty()
+        && let Value::Object(map) = &mut value
+        && let Ok(w) = serde_json::from_str(&crate::diagnostic::render_json(warnings))
+    {
+        map.insert("warnings".to_owned(), w);
+    }
+    let mut s = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".to_owned());
     s.push('\n');
     s
 }

@@ -166,13 +166,22 @@ pub fn emit_job(job: &CompiledJob) -> Result<Vec<(String, Vec<u8>)>, String> {
 }
 
 /// Assembles the whole tree from the jobs' files and adds the root
-/// kustomization. The tree is a sorted map, so the bytes do not depend on the
-/// order jobs arrive in.
-pub fn assemble(jobs: Vec<Vec<(String, Vec<u8>)>>, dirs: &[String]) -> Result<Tree, String> {
+/// kustomization: the job directories, then the project's `extra`
+/// resources (relative to the output directory), each sorted. The tree is
+/// a sorted map, so the bytes do not depend on the order jobs arrive in.
+pub fn assemble(
+    jobs: Vec<Vec<(String, Vec<u8>)>>,
+    dirs: &[String],
+    extra: &[String],
+) -> Result<Tree, String> {
     let mut tree: Tree = jobs.into_iter().flatten().collect();
     let mut dirs = dirs.to_vec();
     dirs.sort();
     dirs.dedup();
+    let mut extra = extra.to_vec();
+    extra.sort();
+    extra.dedup();
+    dirs.extend(extra);
     tree.insert(
         KUSTOMIZATION.to_owned(),
         kustomization(&header(None), &dirs)?,

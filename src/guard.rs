@@ -10,21 +10,22 @@
 //! `-o`, `--build-output` or the project file.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::project::Project;
-use crate::source::{Location, SourceFile};
+use crate::source::Location;
 
 /// A directory a command would plan into, and where it was set.
 pub struct Dest<'a> {
     pub path: &'a Path,
     /// `-o` or `--build-output` when given on the command line.
     pub flag: Option<&'static str>,
-    /// The project file's key for it: `output` or `buildOutput`.
-    pub key: &'static str,
-    /// How messages call it: `output directory`, `build directory`.
-    pub what: &'static str,
+    /// Where the project file sets it, as a JSON pointer without the
+    /// leading `/`: `output`, `buildOutput`, `variants/cpu/output`.
+    pub key: &'a str,
+    /// How messages call it: `output directory`, `build directory`,
+    /// `output directory of variant `cpu``.
+    pub what: &'a str,
     /// The project's own `output` or `buildOutput`: the one definitions are
     /// never read from (the output is skipped when definitions are found;
     /// the build directory holds no YAML), so it may lie among them, as
@@ -76,11 +77,23 @@ fn check_with_home(
     if let Some(l) = &project.library {
         sources.push((real(l), l.clone(), "library files"));
     }
+    // The directories of the project's variants, which `-o` elsewhere must
+    // keep out of.
+    let mut variants: Vec<(&Path, String)> = Vec::new();
+    for v in &project.variants {
+        variants.push((
+            &v.output,
+            format!("output directory of variant `{}`", v.name),
+        ));
+        if let Some(b) = &v.build_output {
+            variants.push((b, format!("build directory of variant `{}`", v.name)));
+        }
+    }
     let mut found = Vec::new();
     for d in dests {
         let at = real(d.path);
-        let shown = crate::load::shown_dir(cwd, d.path);
-        let named = |p: &Path| crate::load::shown_dir(cwd, p);
+        let shown = project.shown_dir(d.path);
+        let named = |p: &Path| project.shown_dir(p);
         // As messages name it, and as generated files do (from the root).
         let written = crate::load::display_name(&project.root, d.path);
         let why = if let Some(c) = shown
@@ -113,6 +126,15 @@ fn check_with_home(
             })
         } else if d.own {
             None
+        } else if let Some((v, what)) = variants.iter().find(|(v, _)| {
+            let v = real(v);
+            v.starts_with(&at) || at.starts_with(&v)
+        }) {
+            // Another build of the project writes and prunes there.
+            Some(format!(
+                "it is, contains or lies in `{}`, the {what}",
+                named(v)
+            ))
         } else {
             sources
                 .iter()
@@ -131,37 +153,52 @@ fn check_with_home(
                     "refusing to use `{shown}` as the {}: {why}",
                     d.what
                 ))
-                .at(d
-                    .flag
-                    .is_none()
-                    .then(|| locate(project, cwd, d.key))
-                    .flatten())
+                .at(d.flag.is_none().then(|| locate(project, d.key)).flatten())
                 .hint(hint(d)),
             );
         }
     }
-    if found.is_empty()
-        && let [a, b] = dests
-        && {
-            let (x, y) = (real(a.path), real(b.path));
-            x.starts_with(&y) || y.starts_with(&x)
+    if found.is_empty() {
+        let reals: Vec<PathBuf> = dests.iter().map(|d| real(d.path)).collect();
+        for (i, a) in dests.iter().enumerate() {
+            for (j, b) in dests.iter().enumerate().skip(i + 1) {
+                let (x, y) = (&reals[i], &reals[j]);
+                if !(x.starts_with(y) || y.starts_with(x)) {
+                    continue;
+                }
+                let message = if dests.len() == 2 && (i, j) == (0, 1) {
+                    "the output and build directories must not contain one another".to_owned()
+                } else {
+                    format!(
+                        "the {} `{}` and the {} `{}` must not contain one another",
+                        a.what,
+                        project.shown_dir(a.path),
+                        b.what,
+                        project.shown_dir(b.path)
+                    )
+                };
+                found
+                    .push(Diagnostic::new(message).hint(
+                        "each directory is pruned on its own; pass directories side by side",
+                    ));
+            }
         }
-    {
-        found.push(
-            Diagnostic::new("the output and build directories must not contain one another")
-                .hint("each directory is pruned on its own; pass directories side by side"),
-        );
     }
     if found.is_empty() { Ok(()) } else { Err(found) }
 }
 
 fn hint(d: &Dest) -> String {
-    let example = if d.key == "output" { "deploy" } else { "build" };
+    let field = d.key.rsplit('/').next().unwrap_or(d.key);
+    let base = if field == "output" { "deploy" } else { "build" };
+    let example = match d.key.strip_prefix("variants/") {
+        Some(rest) => format!("{base}-{}", rest.split('/').next().unwrap_or_default()),
+        None => base.to_owned(),
+    };
     let how = match d.flag {
-        Some(flag) => format!("pass `{flag}` a directory of its own, e.g. `{flag} {example}`"),
+        Some(flag) => format!("pass `{flag}` a directory of its own, e.g. `{flag} {base}`"),
         None => format!(
-            "set `{}` in the project file to a directory of its own, e.g. `{}: {example}`",
-            d.key, d.key
+            "set `{}` in the project file to a directory of its own, e.g. `{field}: {example}`",
+            d.key.replace('/', ".")
         ),
     };
     format!(
@@ -171,14 +208,8 @@ fn hint(d: &Dest) -> String {
 }
 
 /// Where the project file sets `key`, for pointing at it.
-fn locate(project: &Project, cwd: &Path, key: &str) -> Option<Location> {
-    let (file, text) = (project.file.as_deref()?, project.text.clone()?);
-    let source = Arc::new(SourceFile {
-        name: crate::load::display_name(cwd, file),
-        text,
-    });
-    let docs = crate::load::parse(&source).ok()?;
-    docs.first()?.locate(&format!("/{key}"))
+fn locate(project: &Project, key: &str) -> Option<Location> {
+    project.doc.as_ref()?.locate(&format!("/{key}"))
 }
 
 /// `path` with symlinks resolved as far as it exists, and cleaned
@@ -238,13 +269,17 @@ mod tests {
         std::fs::create_dir_all(&home).unwrap();
         let project = Project {
             root: root.join("p"),
+            cwd: root.join("p"),
             file: None,
             sources: vec![root.join("p/jobs")],
             output: root.join("p/deploy"),
             build_output: root.join("p/build"),
             library: None,
+            resources: Vec::new(),
+            variants: Vec::new(),
             defaults: Default::default(),
             text: None,
+            doc: None,
         };
         let refused = |path: &Path| {
             let dests = [Dest {

@@ -58,10 +58,7 @@ pub fn init(dir: &Path, starter: &Starter, force: bool) -> Result<Vec<String>, V
     // refuses names that are not DNS labels (or that would escape `jobs/`)
     // before anything is written.
     for (rel, text) in files.iter().filter(|(rel, _)| rel.starts_with("jobs/")) {
-        let source = Arc::new(SourceFile {
-            name: rel.clone(),
-            text: text.clone(),
-        });
+        let source = Arc::new(SourceFile::new(rel.clone(), text.clone()));
         let docs = load::parse(&source).map_err(|d| vec![d])?;
         let defaults = Defaults {
             namespace: Some(starter.namespace.to_owned()),

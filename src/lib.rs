@@ -28,6 +28,8 @@ pub mod par;
 pub mod pipeline;
 pub mod plan;
 pub mod quantity;
+pub mod resources;
 pub mod run;
 pub mod source;
 pub mod validate;
+pub mod variant;

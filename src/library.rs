@@ -77,7 +77,8 @@ pub struct Library {
 impl Library {
     /// The built-in library, overridden by `dir` (`presets/*.yaml`,
     /// `templates/*`) when given.
-    pub fn load(dir: Option<&Path>, root: &Path) -> Result<Self, Vec<Diagnostic>> {
+    /// Messages name files from `cwd`, the working directory.
+    pub fn load(dir: Option<&Path>, root: &Path, cwd: &Path) -> Result<Self, Vec<Diagnostic>> {
         let mut sources: BTreeMap<String, (String, String)> = PRESETS
             .iter()
             .map(|(n, t)| {
@@ -97,22 +98,22 @@ impl Library {
                 return Err(vec![
                     Diagnostic::new(format!(
                         "library directory {} does not exist",
-                        load::display_name(root, dir)
+                        load::shown_path(cwd, dir)
                     ))
                     .hint("create it, or remove `library` from trainc.yaml to use the built-in presets and templates"),
                 ]);
             }
             let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-            let shown = load::display_name(&root, dir);
+            let shown = load::shown_path(cwd, dir);
             load::inside_root(&root, dir, &shown, "library directory").map_err(|d| vec![d])?;
             let mut diags = Vec::new();
             for (sub, ext) in [(PRESETS_DIR, Some("yaml")), (TEMPLATES_DIR, None)] {
-                for path in files(&dir.join(sub), ext, &root, &mut diags) {
+                for path in files(&dir.join(sub), ext, &root, cwd, &mut diags) {
                     let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned())
                     else {
                         continue;
                     };
-                    let shown = load::display_name(&root, &path);
+                    let shown = load::shown_path(cwd, &path);
                     // As definitions are read: size, encoding and file type
                     // checked, and nothing but a regular file opened.
                     let text = match load::read(&path, shown.clone()) {
@@ -170,7 +171,7 @@ impl Library {
 
     /// The built-in library alone.
     pub fn builtin() -> Result<Self, Vec<Diagnostic>> {
-        Self::load(None, Path::new("."))
+        Self::load(None, Path::new("."), Path::new("."))
     }
 
     /// A hash of every override file read, with its path: equal digests
@@ -196,7 +197,13 @@ const TEMPLATES_DIR: &str = "templates";
 /// regular files inside `root` (canonical), also through symlinks: anything
 /// else is refused into `diags`, unread. Subdirectories are no templates
 /// and are skipped.
-fn files(dir: &Path, ext: Option<&str>, root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+fn files(
+    dir: &Path,
+    ext: Option<&str>,
+    root: &Path,
+    cwd: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -206,7 +213,7 @@ fn files(dir: &Path, ext: Option<&str>, root: &Path, diags: &mut Vec<Diagnostic>
         .collect();
     out.sort();
     out.retain(|p| {
-        let shown = load::display_name(root, p);
+        let shown = load::shown_path(cwd, p);
         // Not only links: `presets/` itself may be one.
         if let Err(d) = load::inside_root(root, p, &shown, "library file") {
             diags.push(d);
@@ -229,10 +236,7 @@ fn files(dir: &Path, ext: Option<&str>, root: &Path, diags: &mut Vec<Diagnostic>
 }
 
 fn parse_preset(shown: &str, text: String) -> Result<Preset, Diagnostic> {
-    let file = std::sync::Arc::new(crate::source::SourceFile {
-        name: shown.to_owned(),
-        text,
-    });
+    let file = std::sync::Arc::new(crate::source::SourceFile::new(shown, text));
     let docs = load::parse(&file)?;
     let [doc] = docs.as_slice() else {
         return Err(Diagnostic::new(format!(

@@ -2,13 +2,32 @@
 
 use std::sync::Arc;
 
-/// A loaded input file. `name` is the path as shown to users and written into
-/// generated-file headers: relative to the project root, with `/` separators,
-/// so it is the same on every machine.
+/// A loaded input file.
 #[derive(Debug)]
 pub struct SourceFile {
+    /// The path as generated files name it (headers, the
+    /// `trainc.dev/source` annotation): relative to the project root, with
+    /// `/` separators, so it is the same on every machine and wherever in
+    /// the project trainc runs.
     pub name: String,
     pub text: String,
+    /// The path as messages name it: relative to the working directory, so
+    /// that it can be opened from there (`../jobs/a.yaml` when trainc runs
+    /// in a subdirectory of the project). The same as `name` when trainc
+    /// runs at the project root.
+    pub shown: String,
+}
+
+impl SourceFile {
+    /// A file named the same in messages and in generated files.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        let name = name.into();
+        Self {
+            shown: name.clone(),
+            name,
+            text: text.into(),
+        }
+    }
 }
 
 /// A position in a source file: 1-based line and column, and, when known, the
@@ -85,10 +104,7 @@ mod tests {
 
     #[test]
     fn byte_range_stays_on_char_boundaries() {
-        let file = std::sync::Arc::new(SourceFile {
-            name: "t".into(),
-            text: "ab\u{fffd}c\n\u{e9}".into(),
-        });
+        let file = std::sync::Arc::new(SourceFile::new("t", "ab\u{fffd}c\n\u{e9}"));
         for byte in 0..file.text.len() + 2 {
             for len in 0..6 {
                 let loc = Location::new(

@@ -85,9 +85,13 @@ fn every_generated_custom_resource_matches_its_crd() {
         // The build produced the target's own kind.
         let expected = match variant {
             Variant::Project(_) => "JobSet",
-            Variant::Target("jobset") | Variant::ProjectFor(_, "jobset") => "JobSet",
-            Variant::Target("tfjob") | Variant::ProjectFor(_, "tfjob") => "TFJob",
-            Variant::Target(other) | Variant::ProjectFor(_, other) => {
+            Variant::Target("jobset")
+            | Variant::ProjectFor(_, "jobset")
+            | Variant::Output(_, "jobset") => "JobSet",
+            Variant::Target("tfjob")
+            | Variant::ProjectFor(_, "tfjob")
+            | Variant::Output(_, "tfjob") => "TFJob",
+            Variant::Target(other) | Variant::ProjectFor(_, other) | Variant::Output(_, other) => {
                 panic!("no custom kind for target {other}")
             }
         };

@@ -64,6 +64,12 @@ const BASES: &[Base] = &[
         definitions: &["jobs/nas.yaml"],
         projects: &["trainc.yaml"],
     },
+    // Variants: mutated patches go through the merge and its locations.
+    Base {
+        dir: "tests/fixtures/variants",
+        definitions: &["jobs/mnist.yaml", "jobs/resnet.yaml"],
+        projects: &["trainc.yaml"],
+    },
 ];
 
 const TARGETS: &[&str] = &["kubernetes", "jobset", "tfjob"];

@@ -60,6 +60,55 @@ fn kitchen_sink_jobset() {
     insta::assert_snapshot!(render(&tree));
 }
 
+/// The project's own objects listed in the root kustomization, and kept.
+#[test]
+fn resources() {
+    let (_dir, tree) = common::build_example("resources");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn resources_jobset() {
+    let (_dir, tree) = common::build_example_for("resources", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn resources_tfjob() {
+    let (_dir, tree) = common::build_example_for("resources", "tfjob");
+    insta::assert_snapshot!(render(&tree));
+}
+
+/// One set of definitions, three outputs: the project's own (plain Jobs,
+/// GPU workers) and two variants made by merge patches in trainc.yaml.
+#[test]
+fn variants() {
+    let (dir, tree) = common::build_example("variants");
+    insta::assert_snapshot!(render(&tree));
+    let build = common::read_tree(&dir.path().join("build"));
+    insta::assert_snapshot!("variants_build", render(&build));
+}
+
+/// `cpu`: no GPUs, so the CPU base image and build specs of its own; JobSets.
+#[test]
+fn variants_cpu() {
+    let (dir, _) = common::build_example("variants");
+    insta::assert_snapshot!(render(&common::read_tree(&dir.path().join("deploy-cpu"))));
+    let build = common::read_tree(&dir.path().join("build-cpu"));
+    insta::assert_snapshot!("variants_cpu_build", render(&build));
+}
+
+/// `staging`: one job patched alone (namespace, queue, hyperparameters),
+/// every job one worker; TFJobs, from the project's own images.
+#[test]
+fn variants_staging() {
+    let (dir, _) = common::build_example("variants");
+    assert!(!dir.path().join("build-staging").exists());
+    insta::assert_snapshot!(render(&common::read_tree(
+        &dir.path().join("deploy-staging")
+    )));
+}
+
 #[test]
 fn kitchen_sink_tfjob() {
     let (_dir, tree) = common::build_example_for("kitchen-sink", "tfjob");

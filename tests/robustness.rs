@@ -12,10 +12,7 @@ const SEED: &str = include_str!("../examples/mnist/jobs/mnist.yaml");
 
 /// Runs the whole in-memory pipeline and renders any findings.
 fn check(text: String) {
-    let file = Arc::new(SourceFile {
-        name: "mutant.yaml".into(),
-        text,
-    });
+    let file = Arc::new(SourceFile::new("mutant.yaml", text));
     let diags = match load::parse(&file) {
         Err(d) => vec![d],
         Ok(docs) => match validate::validate(

@@ -21,25 +21,23 @@ pub struct Request<'a> {
     pub cwd: &'a Path,
     pub project: &'a Project,
     pub paths: &'a [PathBuf],
-    /// The build-spec directory, when this build writes one.
-    pub build_output: Option<&'a Path>,
+    /// The directories the build may write, in order: for each output
+    /// directory (the project's, then its variants'), its manifests, then
+    /// its build specs when it writes them.
+    pub dirs: Vec<PathBuf>,
 }
 
 impl Request<'_> {
-    /// The directories the build may write: the manifests, then the build
-    /// specs.
+    /// The directories the build may write.
     pub fn dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = vec![self.project.output.clone()];
-        dirs.extend(self.build_output.map(Path::to_path_buf));
-        dirs
+        self.dirs.clone()
     }
 
-    /// What the image stage must not hash, as the build passes it.
-    pub fn generated(&self) -> [&Path; 3] {
-        pipeline::generated(
-            self.project,
-            self.build_output.unwrap_or(&self.project.build_output),
-        )
+    /// What the image stage must not hash: every directory trainc writes.
+    pub fn generated(&self) -> Vec<&Path> {
+        let mut dirs = pipeline::generated(self.project, &self.project.build_output);
+        dirs.extend(self.dirs.iter().map(PathBuf::as_path));
+        dirs
     }
 
     /// Which record this request uses: one per trainc executable, working
@@ -92,14 +90,15 @@ impl Request<'_> {
                 .as_deref()
                 .map_or(b"-".as_slice(), |f| f.as_os_str().as_encoded_bytes()),
         );
-        // The project file as parsed: paths and defaults derive from it.
+        // The project file as parsed: paths, defaults and variants derive
+        // from it.
         h.field(p.text.as_deref().unwrap_or("-").as_bytes());
         h.path(&p.output);
         h.path(&p.build_output);
-        h.field(
-            self.build_output
-                .map_or(b"-".as_slice(), |b| b.as_os_str().as_encoded_bytes()),
-        );
+        h.field(&self.dirs.len().to_le_bytes());
+        for d in &self.dirs {
+            h.path(d);
+        }
         h.field(&self.paths.len().to_le_bytes());
         for path in self.paths {
             h.path(path);
@@ -110,6 +109,13 @@ impl Request<'_> {
             h.field(&Sha256::digest(file.text.as_bytes()));
         }
         h.field(library.as_bytes());
+        // What the root kustomization lists is checked against the file
+        // system: a resource gone, or its kustomization.yaml, fails the
+        // build. Those inside an output directory are in its snapshot.
+        let variants = p.variants.iter().flat_map(|v| &v.resources);
+        for r in p.resources.iter().chain(variants) {
+            h.field(&crate::resources::print(&r.path));
+        }
         Some(h.finish())
     }
 }

@@ -362,10 +362,8 @@ fn sweep(builds: &Path) {
 /// How messages name a directory: as status lines do, after resolving
 /// `..` and symlinks (a context is often `jobs/../train`).
 fn shown(req: &Request, dir: &Path) -> String {
-    crate::load::shown_dir(
-        req.cwd,
-        &dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
-    )
+    req.project
+        .shown_dir(&dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
 }
 
 /// `$TRAINC_CACHE_DIR` (empty: no cache), else `$XDG_CACHE_HOME/trainc`,
@@ -421,19 +419,23 @@ mod tests {
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         let project = Project {
             root: root.to_path_buf(),
+            cwd: root.to_path_buf(),
             file: None,
             sources: Vec::new(),
             output: out.clone(),
             build_output: root.join("build"),
             library: None,
+            resources: Vec::new(),
+            variants: Vec::new(),
             defaults: Default::default(),
             text: None,
+            doc: None,
         };
         let req = Request {
             cwd: root,
             project: &project,
             paths: &[],
-            build_output: None,
+            dirs: vec![out.clone()],
         };
         let cache = Cache {
             dir: root.join("cache"),

@@ -35,15 +35,83 @@ const MAX_DEPTH: usize = 32;
 pub struct Document {
     pub file: Arc<SourceFile>,
     pub value: Value,
+    /// Where the values that came from `file` are.
+    pub spans: SpanIndex,
+    /// Where the values that came from other files are: those a variant's
+    /// merge patch in the project file set (see [`Document::merge_patch`]).
+    /// A pointer is in `spans` or in one of these, never in two.
+    pub patched: Vec<Patched>,
+}
+
+/// Values of a [`Document`] that another file set, and where they are
+/// there.
+#[derive(Debug, Clone)]
+pub struct Patched {
+    pub file: Arc<SourceFile>,
     pub spans: SpanIndex,
 }
 
 impl Document {
-    /// Where the value at `pointer` is (or its nearest existing ancestor).
+    /// The file and position of the node at `pointer` exactly.
+    fn position(&self, pointer: &str) -> Option<(&Arc<SourceFile>, NodePos)> {
+        self.patched
+            .iter()
+            .find_map(|p| Some((&p.file, p.spans.get(pointer)?)))
+            .or_else(|| Some((&self.file, self.spans.get(pointer)?)))
+    }
+
+    /// The file and position of the node at `pointer`, or of its nearest
+    /// ancestor that exists (a missing required field is reported at its
+    /// parent).
+    fn nearest(&self, pointer: &str) -> Option<(&Arc<SourceFile>, NodePos)> {
+        let mut p = pointer;
+        loop {
+            if let Some(found) = self.position(p) {
+                return Some(found);
+            }
+            p = &p[..p.rfind('/')?];
+        }
+    }
+
+    /// Where the value at `pointer` is (or its nearest existing ancestor):
+    /// in the definition, or in the project file when a patch set it.
     pub fn locate(&self, pointer: &str) -> Option<Location> {
-        self.spans
-            .nearest(pointer)
-            .map(|p| Location::new(&self.file, p.value))
+        self.nearest(pointer)
+            .map(|(file, p)| Location::new(file, p.value))
+    }
+
+    /// Applies an RFC 7386 JSON merge patch: a mapping merges into a
+    /// mapping key by key, `null` deletes, any other value (a list too)
+    /// replaces. `patch` is the value at `from` in `source` (a document of
+    /// the project file), so that every value it sets is located there;
+    /// values it does not touch stay located here.
+    pub fn merge_patch(&mut self, patch: &Value, source: &Document, from: &str) {
+        let slot = match self
+            .patched
+            .iter()
+            .position(|p| Arc::ptr_eq(&p.file, &source.file))
+        {
+            Some(i) => i,
+            None => {
+                self.patched.push(Patched {
+                    file: Arc::clone(&source.file),
+                    spans: SpanIndex::default(),
+                });
+                self.patched.len() - 1
+            }
+        };
+        let mut at = String::new();
+        let mut value = std::mem::take(&mut self.value);
+        merge(&mut value, patch, &mut at, from, self, slot, &source.spans);
+        self.value = value;
+    }
+
+    /// Forgets where the node at `pointer` and below came from.
+    fn forget(&mut self, pointer: &str) {
+        self.spans.remove_subtree(pointer);
+        for p in &mut self.patched {
+            p.spans.remove_subtree(pointer);
+        }
     }
 
     /// The document as the typed model, once the schema has accepted it. The
@@ -88,9 +156,9 @@ impl Document {
 
     /// The source text of the scalar at `pointer`, exactly as written.
     pub fn source_text(&self, pointer: &str) -> Option<&str> {
-        let pos = self.spans.get(pointer)?.text;
-        let start = pos.byte?;
-        self.file.text.get(start..start.checked_add(pos.len)?)
+        let (file, pos) = self.position(pointer)?;
+        let start = pos.text.byte?;
+        file.text.get(start..start.checked_add(pos.text.len)?)
     }
 
     /// The field at `pointer` as users write paths: `/spec/storage/0/name` →
@@ -123,9 +191,50 @@ impl Document {
 
     /// Where the key naming the value at `pointer` is, falling back to the value.
     pub fn locate_key(&self, pointer: &str) -> Option<Location> {
-        self.spans
-            .nearest(pointer)
-            .map(|p| Location::new(&self.file, p.key.unwrap_or(p.value)))
+        self.nearest(pointer)
+            .map(|(file, p)| Location::new(file, p.key.unwrap_or(p.value)))
+    }
+}
+
+/// One step of [`Document::merge_patch`]: `patch` (at `from` in the patch's
+/// file, whose positions are `spans`) into `target` (at `at` in `doc`).
+fn merge(
+    target: &mut Value,
+    patch: &Value,
+    at: &mut String,
+    from: &str,
+    doc: &mut Document,
+    slot: usize,
+    spans: &SpanIndex,
+) {
+    let Value::Object(entries) = patch else {
+        doc.forget(at);
+        doc.patched[slot].spans.graft(at, spans, from);
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        // A mapping where there was none: it comes from the patch.
+        doc.forget(at);
+        doc.patched[slot].spans.graft_node(at, spans, from);
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(map) = target else {
+        return;
+    };
+    for (key, value) in entries {
+        let len = at.len();
+        at.push('/');
+        at.push_str(&pointer_segment(key));
+        let child_from = format!("{from}/{}", pointer_segment(key));
+        if value.is_null() {
+            map.remove(key);
+            doc.forget(at);
+        } else {
+            let child = map.entry(key.clone()).or_insert(Value::Null);
+            merge(child, value, at, &child_from, doc, slot, spans);
+        }
+        at.truncate(len);
     }
 }
 
@@ -190,6 +299,7 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
                 file: Arc::clone(file),
                 value,
                 spans,
+                patched: Vec::new(),
             }
         })
         .collect();
@@ -304,15 +414,22 @@ fn yaml_message(raw: &str) -> String {
 }
 
 /// Reads one file, refusing oversized and non-UTF-8 input with a diagnostic,
-/// and anything but a regular file (see [`open_regular`]).
+/// and anything but a regular file (see [`open_regular`]). `name` is how
+/// both messages and generated files name it.
 pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
+    read_as(path, name.clone(), name)
+}
+
+/// [`read`], for a file that messages name `shown` (from the working
+/// directory) and generated files `name` (from the project root).
+pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFile>, Diagnostic> {
     use std::io::Read as _;
-    let file = open_regular(path, &name)?;
-    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {name}: {e}"));
+    let file = open_regular(path, &shown)?;
+    let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {shown}: {e}"));
     let len = file.metadata().map_err(cannot)?.len();
     let too_big = |len: u64| {
         Diagnostic::new(format!(
-            "{name} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
+            "{shown} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
         ))
         .hint("split the file; a definition file is meant to be written by hand")
     };
@@ -328,7 +445,7 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
         return Err(too_big(bytes.len() as u64));
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(Arc::new(SourceFile { name, text })),
+        Ok(text) => Ok(Arc::new(SourceFile { name, text, shown })),
         Err(e) => {
             // Show the line with the bad byte, decoded lossily for display.
             let at = e.utf8_error().valid_up_to();
@@ -336,7 +453,7 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
             let valid = &text[..at.min(text.len())];
             let line = valid.matches('\n').count() + 1;
             let column = valid.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            let file = Arc::new(SourceFile { name, text });
+            let file = Arc::new(SourceFile { name, text, shown });
             Err(Diagnostic::new("file is not UTF-8")
                 .at(Some(Location::new(
                     &file,
@@ -457,8 +574,11 @@ pub fn inside_root(
 /// symlink met in the walk that resolves outside it, and a `*.yaml` or
 /// `*.yml` entry that is a directory, FIFO, socket or device, are refused
 /// by name, all of them in one report, before anything is opened.
+///
+/// Messages name paths from `cwd`, the working directory.
 pub fn discover(
     root: &Path,
+    cwd: &Path,
     paths: &[PathBuf],
     exclude: &[PathBuf],
 ) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
@@ -473,7 +593,7 @@ pub fn discover(
     let mut files = Vec::new();
     let mut refused = Vec::new();
     for given in paths {
-        let shown = display_name(root, given);
+        let shown = shown_path(cwd, given);
         let path = match given.canonicalize() {
             Ok(p) => p,
             Err(e) => {
@@ -539,7 +659,7 @@ pub fn discover(
             // one that would not be read (`notes.txt`) does not matter.
             if entry.path_is_symlink()
                 && (yaml || t.is_dir())
-                && let Err(d) = inside_root(root, p, &display_name(root, p), "")
+                && let Err(d) = inside_root(root, p, &shown_path(cwd, p), "")
             {
                 refused.push(d);
                 if t.is_dir() {
@@ -553,7 +673,7 @@ pub fn discover(
             if t.is_file() {
                 files.push(p.to_path_buf());
             } else {
-                refused.push(not_regular(&display_name(root, p), t));
+                refused.push(not_regular(&shown_path(cwd, p), t));
                 if t.is_dir() {
                     walker.skip_current_dir();
                 }
@@ -580,6 +700,30 @@ pub fn shown_dir(cwd: &Path, dir: &Path) -> String {
     } else {
         s
     }
+}
+
+/// [`shown_dir`] in a project whose `root` holds the working directory: a
+/// directory of the project is named relative to the working directory
+/// even above it (`../deploy` when trainc runs in `jobs/`), as git names
+/// paths; any other outside it, absolutely.
+pub fn shown_dir_in(root: &Path, cwd: &Path, dir: &Path) -> String {
+    let s = display_name(cwd, dir);
+    let inside = |p: &Path| {
+        let d = display_name(root, p);
+        !d.starts_with("..") && !d.starts_with('/')
+    };
+    if s.starts_with("../") && cwd.starts_with(root) && inside(dir) {
+        s
+    } else {
+        shown_dir(cwd, dir)
+    }
+}
+
+/// A file or directory as messages name it: relative to the working
+/// directory (`.` for itself), climbing out with `..`.
+pub fn shown_path(cwd: &Path, path: &Path) -> String {
+    let s = display_name(cwd, path);
+    if s.is_empty() { ".".to_owned() } else { s }
 }
 
 /// How a path is shown to users and in generated headers: relative to the
@@ -635,10 +779,7 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Result<Vec<Document>, Diagnostic> {
-        parse(&Arc::new(SourceFile {
-            name: "t.yaml".into(),
-            text: text.into(),
-        }))
+        parse(&Arc::new(SourceFile::new("t.yaml", text)))
     }
 
     #[test]

@@ -160,6 +160,36 @@ impl SpanIndex {
         self.map.get(pointer).copied()
     }
 
+    /// Forgets the node at `pointer` and everything below it.
+    pub fn remove_subtree(&mut self, pointer: &str) {
+        self.map.retain(|p, _| {
+            !(p == pointer || p.strip_prefix(pointer).is_some_and(|r| r.starts_with('/')))
+        });
+    }
+
+    /// Copies the positions of the node at `from` in `other` and of
+    /// everything below it, as the node at `to` here.
+    pub fn graft(&mut self, to: &str, other: &SpanIndex, from: &str) {
+        for (p, pos) in &other.map {
+            let rest = if p == from {
+                Some("")
+            } else {
+                p.strip_prefix(from).filter(|r| r.starts_with('/'))
+            };
+            if let Some(rest) = rest {
+                self.map.insert(format!("{to}{rest}"), *pos);
+            }
+        }
+    }
+
+    /// Copies the position of the node at `from` in `other` alone, as the
+    /// node at `to` here.
+    pub fn graft_node(&mut self, to: &str, other: &SpanIndex, from: &str) {
+        if let Some(pos) = other.get(from) {
+            self.map.insert(to.to_owned(), pos);
+        }
+    }
+
     /// The position of the node at `pointer`, or of its nearest ancestor that
     /// exists (a missing required field is reported at its parent).
     pub fn nearest(&self, pointer: &str) -> Option<NodePos> {

@@ -17,8 +17,36 @@ pub struct ProjectFile {
     pub output: Option<String>,
     pub build_output: Option<String>,
     pub library: Option<String>,
+    /// Files and directories of the user's own that the root
+    /// kustomization lists beside trainc's jobs.
+    #[serde(default)]
+    pub resources: Vec<String>,
     #[serde(default)]
     pub defaults: Defaults,
+    /// Variants of the definitions, each compiled into its own output
+    /// directory; by name, so in name order.
+    #[serde(default)]
+    pub variants: BTreeMap<String, VariantFile>,
+}
+
+/// One variant: where it goes, and the merge patches that make it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VariantFile {
+    pub output: String,
+    pub build_output: Option<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    #[serde(default)]
+    pub patches: Vec<PatchFile>,
+}
+
+/// A JSON merge patch for every definition, or for the jobs of one name.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchFile {
+    pub job: Option<String>,
+    pub patch: serde_json::Value,
 }
 
 /// Values a definition gets when it does not set them.

@@ -111,7 +111,7 @@ fn project_file(doc: &Document) -> Option<Diagnostic> {
     if kind != "Project" || !api.is_some_and(|a| a.starts_with("trainc.dev/")) {
         return None;
     }
-    let name = &doc.file.name;
+    let name = &doc.file.shown;
     Some(
         Diagnostic::new(format!("{name} is a project file, not a definition"))
             .at(doc.locate("/kind"))

@@ -101,13 +101,19 @@ pub fn scratch_example(name: &str) -> tempfile::TempDir {
     dir
 }
 
-/// Builds an example into a fresh directory and returns the tree.
+/// Builds an example into a fresh directory and returns the tree of its
+/// output directory.
 pub fn build_example(name: &str) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
     let dir = scratch_example(name);
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "build failed: {}", stderr(&o));
-    let tree = read_tree(&dir.path().join("deploy"));
+    let tree = read_tree(&output_of(dir.path()));
     (dir, tree)
+}
+
+/// The output directory of the project in `dir`.
+pub fn output_of(dir: &Path) -> PathBuf {
+    dir.join(project_output(&dir.join("trainc.yaml")))
 }
 
 /// Builds an example for another target (see [`build_variant`]) and
@@ -154,6 +160,9 @@ pub enum Variant {
     Target(&'static str),
     /// As `Target`, for the project file named first.
     ProjectFor(&'static str, &'static str),
+    /// `trainc build` as the project stands, and the output directory of
+    /// one of its variants, whose jobs are of this target.
+    Output(&'static str, &'static str),
 }
 
 /// The builds whose output holds custom resources (JobSets, TFJobs); checked
@@ -178,6 +187,10 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("storage", Variant::Target("tfjob")),
     ("pod-settings", Variant::Target("jobset")),
     ("pod-settings", Variant::Target("tfjob")),
+    ("resources", Variant::Target("jobset")),
+    ("resources", Variant::Target("tfjob")),
+    ("variants", Variant::Output("deploy-cpu", "jobset")),
+    ("variants", Variant::Output("deploy-staging", "tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -191,7 +204,14 @@ pub fn project_output(project: &Path) -> String {
 /// and the output directory.
 pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBuf) {
     let dir = scratch_example(name);
+    if let Variant::Output(output, _) = variant {
+        let o = run(dir.path(), &["build"]);
+        assert!(o.status.success(), "{name}: build failed: {}", stderr(&o));
+        let output = dir.path().join(output);
+        return (dir, output);
+    }
     let project = match variant {
+        Variant::Output(..) => unreachable!("built above"),
         Variant::Project(file) => file,
         Variant::Target(target) => retarget(name, dir.path(), "trainc.yaml", target),
         Variant::ProjectFor(file, target) => retarget(name, dir.path(), file, target),
@@ -268,9 +288,11 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
         "kitchen-sink",
         "storage",
         "pod-settings",
+        "resources",
+        "variants",
     ] {
         let (dir, _) = build_example(example);
-        let deploy = dir.path().join("deploy");
+        let deploy = output_of(dir.path());
         out.push((example.to_owned(), dir, deploy));
     }
     {

@@ -593,10 +593,7 @@ fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
             continue;
         }
         let contexts = memo.contexts.entry(text).or_insert_with_key(|text| {
-            let file = Arc::new(trainc::source::SourceFile {
-                name: "x".into(),
-                text: text.clone(),
-            });
+            let file = Arc::new(trainc::source::SourceFile::new("x", text.clone()));
             let parsed = catch_unwind(|| trainc::load::parse(&file).ok());
             let Ok(Some(docs)) = parsed else {
                 return Vec::new();
