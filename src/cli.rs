@@ -291,6 +291,19 @@ struct Set {
     own: bool,
 }
 
+impl Set {
+    /// Variant `i`, into the directories the project file gives it.
+    fn variant(project: &Project, i: usize) -> Self {
+        let v = &project.variants[i];
+        Set {
+            variant: Some(i),
+            output: v.output.clone(),
+            build_output: v.build_output.clone(),
+            own: true,
+        }
+    }
+}
+
 /// Where a build reads and writes, resolved from the project and the
 /// arguments, with the guards that keep it from pruning what it should not.
 struct Targets {
@@ -387,15 +400,7 @@ fn targets(
     // The variants go with the project's own output: `-o` elsewhere builds
     // the paths alone.
     if variants {
-        for i in chosen {
-            let v = &project.variants[i];
-            sets.push(Set {
-                variant: Some(i),
-                output: v.output.clone(),
-                build_output: v.build_output.clone(),
-                own: true,
-            });
-        }
+        sets.extend(chosen.into_iter().map(|i| Set::variant(&project, i)));
     }
     // Where the project file sets each directory, and how messages call it.
     let labels: Vec<[String; 4]> = sets
@@ -672,15 +677,7 @@ fn validate(
         build_output: Some(project.build_output.clone()),
         own: true,
     }];
-    for &i in &chosen {
-        let v = &project.variants[i];
-        sets.push(Set {
-            variant: Some(i),
-            output: v.output.clone(),
-            build_output: v.build_output.clone(),
-            own: true,
-        });
-    }
+    sets.extend(chosen.iter().map(|&i| Set::variant(&project, i)));
     let targets = Targets { project, sets };
     let compiled = pipeline::desired(
         &targets.project,

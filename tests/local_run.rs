@@ -24,6 +24,38 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
+/// `trainc run --local` of the MNIST example's `definition` with TensorFlow,
+/// work directory `<dir>/run`; asserts that it succeeded, that the first line
+/// names `tasks`, and that each of them ended on its own, killed by no one.
+/// Returns stdout.
+fn train(dir: &Path, definition: &str, args: &[&str], python: &Path, tasks: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir)
+        .args(["run", "--local", definition])
+        .args(args)
+        .arg("--python")
+        .arg(python)
+        .arg("--workdir")
+        .arg(dir.join("run"))
+        .output()
+        .expect("trainc runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&format!("{} tasks ({})", tasks.len(), tasks.join(", "))),
+        "{out}"
+    );
+    for task in tasks {
+        assert!(
+            err.contains(&format!("trainc: {task} exited: exit code 0")),
+            "{task}:\n{err}"
+        );
+    }
+    assert!(!err.contains("killing"), "{err}");
+    out
+}
+
 #[test]
 fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
     let Some(python) = common::tool("TRAINC_TEST_PYTHON", "python-with-tensorflow") else {
@@ -31,37 +63,24 @@ fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
     };
     let dir = scratch_example("mnist");
     let work = dir.path().join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
-        .current_dir(dir.path())
-        .args(["run", "--local", "jobs/mnist.yaml", "--replicas", "ps=1"])
-        .args([
+    // The servers end on their own, after the chief.
+    let out = train(
+        dir.path(),
+        "jobs/mnist.yaml",
+        &[
+            "--replicas",
+            "ps=1",
             "--set",
             "epochs=5",
             "--set",
             "batch_size=32",
             "--set",
             "learning_rate=0.01",
-        ])
-        .arg("--python")
-        .arg(&python)
-        .arg("--workdir")
-        .arg(&work)
-        .output()
-        .expect("trainc runs");
-    let (out, err) = (stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(
-        out.starts_with("running ml/mnist locally: 4 tasks (chief-0, ps-0, worker-0, worker-1)"),
-        "{out}"
+        ],
+        &python,
+        &["chief-0", "ps-0", "worker-0", "worker-1"],
     );
-    // Every task ran and ended on its own, the servers after the chief.
-    for task in ["chief-0", "ps-0", "worker-0", "worker-1"] {
-        assert!(
-            err.contains(&format!("trainc: {task} exited: exit code 0")),
-            "{task}:\n{err}"
-        );
-    }
-    assert!(!err.contains("killing"), "{err}");
+    assert!(out.starts_with("running ml/mnist locally: "), "{out}");
     let accuracy: f64 = out
         .lines()
         .find_map(|l| l.strip_prefix("[chief-0] test accuracy: "))
@@ -94,29 +113,17 @@ fn the_collective_strategy_trains_locally_with_workers_only() {
     };
     let dir = scratch_example("mnist");
     let work = dir.path().join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
-        .current_dir(dir.path())
-        .args(["run", "--local", "collective/mnist-collective.yaml"])
-        .args(["--set", "epochs=5"])
-        .arg("--python")
-        .arg(&python)
-        .arg("--workdir")
-        .arg(&work)
-        .output()
-        .expect("trainc runs");
-    let (out, err) = (stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let out = train(
+        dir.path(),
+        "collective/mnist-collective.yaml",
+        &["--set", "epochs=5"],
+        &python,
+        &["worker-0", "worker-1"],
+    );
     assert!(
-        out.starts_with("running ml/mnist-collective locally: 2 tasks (worker-0, worker-1)"),
+        out.starts_with("running ml/mnist-collective locally: "),
         "{out}"
     );
-    for task in ["worker-0", "worker-1"] {
-        assert!(
-            err.contains(&format!("trainc: {task} exited: exit code 0")),
-            "{task}:\n{err}"
-        );
-    }
-    assert!(!err.contains("killing"), "{err}");
     // Both copies of the model saw the same averaged gradients: they agree.
     let accuracy = |task: &str| -> f64 {
         out.lines()
