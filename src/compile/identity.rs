@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::compile::storage;
 use crate::model::Job;
-use crate::model::job::{Role, RunPolicy, Security};
+use crate::model::job::{Patch, Role, RunPolicy, Security};
 use crate::names;
 
 /// What the run identity is computed from. Every field of [`Job`] is named
@@ -46,6 +46,9 @@ struct Inputs<'a> {
     run_policy: &'a RunPolicy,
     service_account_name: Option<&'a str>,
     security: &'a Security,
+    /// Skipped when empty, so that runs without patches keep their names.
+    #[serde(skip_serializing_if = "<[Patch]>::is_empty")]
+    patches: &'a [Patch],
 }
 
 /// The hex digest of a run's inputs, [`names::HASH_LEN`] digits long.
@@ -80,6 +83,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         security,
         // A NetworkPolicy is changed in place; the pods stay.
         network_policy: _,
+        patches,
     } = job;
     let inputs = Inputs {
         target: target.as_str(),
@@ -111,6 +115,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         run_policy,
         service_account_name: service_account_name.as_deref(),
         security,
+        patches,
     };
     // JSON of borrowed, ordered fields and sorted maps: equal jobs give
     // equal bytes.

@@ -14,14 +14,14 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
-use crate::compile::{meta, security, storage};
+use crate::compile::{meta, patch, security, storage};
 use crate::model::Job;
 use crate::model::job::{Role, hyperparameter_env_name};
 
 pub const CONTAINER: &str = "tensorflow";
 /// The container port's name, unless the target's operator wants another.
 pub const PORT_NAME: &str = "tf";
-const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
+pub const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
 
 /// What differs between targets in the pod of one task.
@@ -165,8 +165,12 @@ fn tolerations(role: &Role) -> Option<Vec<Toleration>> {
 }
 
 /// The pod template of one task (or, with a label-borne index, of every
-/// task of a role).
-pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemplateSpec {
+/// task of a role), the job's patches applied (see [`patch`]).
+pub fn task_template(
+    job: &Job,
+    p: &Placement,
+    cluster: &ClusterSpec,
+) -> Result<PodTemplateSpec, patch::Finding> {
     let role = p.role;
     let mut mounts = storage::mounts(job);
     let mut volumes = storage::pod_volumes(job);
@@ -225,7 +229,7 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
         Index::Label(_) => None,
     };
     let (hostname, subdomain) = p.hostname.clone().unzip();
-    PodTemplateSpec {
+    let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(meta::labels(
                 job,
@@ -248,8 +252,10 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
             security_context: Some(security::pod(&job.security)),
             node_selector: (!role.node_selector.is_empty()).then(|| role.node_selector.clone()),
             tolerations: tolerations(role),
+            affinity: role.affinity.clone(),
             volumes: Some(volumes),
             ..PodSpec::default()
         }),
-    }
+    };
+    patch::apply(job, role.kind, template)
 }

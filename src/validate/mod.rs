@@ -45,7 +45,7 @@ pub fn validate(
             diags.push(d);
             continue;
         }
-        let found = schema::TRAINING_JOB.check(doc);
+        let found = schema::training_job(doc).check(doc);
         if !found.is_empty() {
             diags.extend(found);
             continue;
