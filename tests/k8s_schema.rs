@@ -5,7 +5,9 @@
 //! They are generated from k8s-openapi's own JSON Schemas (its `schemars`
 //! feature, a dev-dependency only: the binary reads the committed file), then
 //! made fit for patches:
-//! - no `required`: a patch names only what it changes;
+//! - no `required`: a patch names only what it changes; the fields are kept
+//!   as `x-trainc-required`, which trainc checks in the patched template
+//!   (k8s-openapi reads a missing required field as its default);
 //! - every type also admits `null`, which deletes a field in a strategic
 //!   patch (the convention of Kubernetes' published JSON Schemas);
 //! - objects refuse unknown fields (`additionalProperties: false`), so
@@ -203,7 +205,9 @@ fn generate() -> Vec<(String, Value)> {
 /// The changes the module documentation lists, on one schema and below.
 fn for_patches(v: &mut Value) {
     let Some(o) = v.as_object_mut() else { return };
-    o.remove("required");
+    if let Some(required) = o.remove("required") {
+        o.insert("x-trainc-required".into(), required);
+    }
     match o.get_mut("type") {
         Some(Value::String(t)) => {
             let t = std::mem::take(t);
@@ -385,6 +389,7 @@ fn defs_fit_patches() {
     let defs: Map<String, Value> = generate().into_iter().collect();
     let container = &defs["io.k8s.api.core.v1.Container"];
     assert!(container.get("required").is_none());
+    assert_eq!(container["x-trainc-required"], json!(["name"]));
     assert_eq!(container["type"], json!(["object", "null"]));
     assert_eq!(container["additionalProperties"], json!(false));
     assert_eq!(

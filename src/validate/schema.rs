@@ -178,9 +178,12 @@ impl Schema {
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
                     TypeKind::Single(t) => t.to_string(),
+                    // `null` is allowed where it deletes a field in a patch,
+                    // which is not what a mistyped value means.
                     TypeKind::Multiple(ts) => ts
                         .iter()
                         .map(|t| t.to_string())
+                        .filter(|t| t != "null")
                         .collect::<Vec<_>>()
                         .join(" or "),
                 };
@@ -431,6 +434,16 @@ impl Kube {
             .get("properties")
             .and_then(Value::as_object)
             .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The fields Kubernetes requires of this object (which a patch may
+    /// leave out, but not the patched template).
+    pub fn required(self) -> Vec<&'static str> {
+        self.resolved()
+            .get("x-trainc-required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     }
 

@@ -164,6 +164,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("mnist-cpu", Variant::Target("tfjob")),
     ("kitchen-sink", Variant::Target("jobset")),
     ("kitchen-sink", Variant::Target("tfjob")),
+    ("patches", Variant::Target("jobset")),
+    ("patches", Variant::Target("tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -232,7 +234,7 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
 #[allow(dead_code)]
 pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     let mut out = Vec::new();
-    for example in ["mnist", "mnist-cpu", "kitchen-sink"] {
+    for example in ["mnist", "mnist-cpu", "kitchen-sink", "patches"] {
         let (dir, _) = build_example(example);
         let deploy = dir.path().join("deploy");
         out.push((example.to_owned(), dir, deploy));

@@ -300,7 +300,16 @@ pub fn problems(v: &Value, schema: Option<Kube>) -> Vec<Problem> {
     };
     let name = v.get("op").and_then(Value::as_str).unwrap_or_default();
     if o.op.takes_value() && o.value.is_none() {
-        out.push(p("", format!("`{name}` needs a `value`"), ""));
+        let what = if o.op == Op::Test {
+            "the value to compare with"
+        } else {
+            "the value to write"
+        };
+        out.push(p(
+            "",
+            format!("`{name}` needs a `value`"),
+            &format!("add `value:`, {what}"),
+        ));
     }
     if !o.op.takes_value() && o.value.is_some() {
         out.push(p(

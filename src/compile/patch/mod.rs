@@ -46,6 +46,17 @@ impl std::fmt::Display for Finding {
 
 /// Label prefixes whose labels trainc sets and relies on.
 const RESERVED_LABELS: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
+/// The volume types the `restricted` Pod Security profile allows.
+const RESTRICTED_VOLUMES: [&str; 8] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
 /// The arguments TensorFlow 1.x's cluster flags start with.
 const CLUSTER_FLAGS: [&str; 4] = [
     "--ps_hosts=",
@@ -115,6 +126,34 @@ fn apply_traced(
             Change::Json(ops) => json::apply(&mut current, ops)
                 .map_err(|e| error(format!("/json{}", e.at), e.message, e.hint))?,
         }
+        // Where the patched template is no longer one: at `path`, `what`.
+        let invalid = |path: Vec<Segment>, what: String| {
+            let at = match &patch.change {
+                Change::Strategic(p) => format!(
+                    "/strategic{}",
+                    locate(&current, &path, p, Kube::pod_template())
+                ),
+                Change::Json(ops) => format!("/json{}", locate_op(&path, ops)),
+            };
+            let field = dotted(&path);
+            let place = if field.is_empty() {
+                String::new()
+            } else {
+                format!(" at `{field}`")
+            };
+            error(
+                at,
+                format!("the pod template is no longer valid{place}: {what}"),
+                "Kubernetes would refuse it: complete or correct what the patch writes there"
+                    .into(),
+            )
+        };
+        // k8s-openapi reads a missing required field as its default.
+        if let Some(s) = Kube::pod_template()
+            && let Some((path, field)) = missing(&current, s, &mut Vec::new())
+        {
+            return Err(invalid(path, format!("missing field `{field}`")));
+        }
         typed = serde_path_to_error::deserialize(&current).map_err(|e| {
             let path: Vec<Segment> = e
                 .path()
@@ -125,28 +164,7 @@ fn apply_traced(
                     _ => None,
                 })
                 .collect();
-            let at = match &patch.change {
-                Change::Strategic(p) => format!(
-                    "/strategic{}",
-                    locate(&current, &path, p, Kube::pod_template())
-                ),
-                Change::Json(ops) => format!("/json{}", locate_op(&path, ops)),
-            };
-            let field = dotted(&path);
-            error(
-                at,
-                format!(
-                    "the pod template is no longer valid{}: {}",
-                    if field.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" at `{field}`")
-                    },
-                    e.inner()
-                ),
-                "Kubernetes would refuse it: complete or correct what the patch writes there"
-                    .into(),
-            )
+            invalid(path, e.inner().to_string())
         })?;
         current = serde_json::to_value(&typed).map_err(internal)?;
         if let Err((message, hint)) = invariants(job, &original, &current) {
@@ -173,6 +191,60 @@ fn apply_traced(
 enum Segment {
     Key(String),
     Index(usize),
+}
+
+/// The first field Kubernetes requires that `v` (of schema `s`) lacks: a
+/// JSON pointer to the object that lacks it, and its name.
+pub fn missing_required(v: &Value, s: Kube) -> Option<(String, String)> {
+    let (path, field) = missing(v, s, &mut Vec::new())?;
+    let at = path
+        .iter()
+        .map(|s| match s {
+            Segment::Key(k) => format!("/{}", pointer_segment(k)),
+            Segment::Index(i) => format!("/{i}"),
+        })
+        .collect();
+    Some((at, field))
+}
+
+/// The first field Kubernetes requires that `v` (of schema `s`) lacks:
+/// where, and which.
+fn missing(v: &Value, s: Kube, path: &mut Vec<Segment>) -> Option<(Vec<Segment>, String)> {
+    match v {
+        Value::Object(o) => {
+            if let Some(r) = s
+                .required()
+                .into_iter()
+                .find(|r| o.get(*r).is_none_or(Value::is_null))
+            {
+                return Some((path.clone(), r.to_owned()));
+            }
+            for (k, x) in o {
+                if let crate::validate::schema::Field::Known(c) = s.field(k) {
+                    path.push(Segment::Key(k.clone()));
+                    let found = missing(x, c, path);
+                    path.pop();
+                    if found.is_some() {
+                        return found;
+                    }
+                }
+            }
+            None
+        }
+        Value::Array(a) => {
+            let items = s.items()?;
+            for (i, x) in a.iter().enumerate() {
+                path.push(Segment::Index(i));
+                let found = missing(x, items, path);
+                path.pop();
+                if found.is_some() {
+                    return found;
+                }
+            }
+            None
+        }
+        _ => None,
+    }
 }
 
 fn dotted(path: &[Segment]) -> String {
@@ -256,7 +328,14 @@ fn locate_op(path: &[Segment], ops: &[Value]) -> String {
                 || p.is_empty()
         })
     });
-    format!("/{}", found.unwrap_or(0))
+    let i = found.unwrap_or(0);
+    // What the operation writes is its `value`.
+    let member = if ops.get(i).and_then(|o| o.get("value")).is_some() {
+        "/value"
+    } else {
+        ""
+    };
+    format!("/{i}{member}")
 }
 
 fn tensorflow(template: &Value) -> Option<&Value> {
@@ -281,7 +360,7 @@ fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (Strin
         return Err((
             format!("this patch removes the `{CONTAINER}` container, which runs the program"),
             format!(
-                "patch that container by its name, `{CONTAINER}`, rather than replace `containers`"
+                "keep it: change it by its name, `{CONTAINER}`, and add other containers beside it"
             ),
         ));
     };
@@ -420,16 +499,18 @@ fn pod_security_view(t: &Value) -> BTreeMap<String, Value> {
     ] {
         view.insert(format!("`spec.{field}`"), spec[field].clone());
     }
+    // Volumes of the types `restricted` allows change nothing it checks.
     let sources: Vec<Value> = spec["volumes"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|v| {
+        .filter_map(|v| {
             let kinds: Vec<&String> = v
-                .as_object()
-                .map(|o| o.keys().filter(|k| *k != "name").collect())
-                .unwrap_or_default();
-            json!([v["name"], kinds, v["hostPath"]])
+                .as_object()?
+                .keys()
+                .filter(|k| *k != "name" && !RESTRICTED_VOLUMES.contains(&k.as_str()))
+                .collect();
+            (!kinds.is_empty()).then(|| json!([v["name"], kinds, v["hostPath"]]))
         })
         .collect();
     view.insert("the volume types".into(), Value::Array(sources));
@@ -602,7 +683,7 @@ mod tests {
                 ],
                 &ops
             ),
-            "/0"
+            "/0/value"
         );
     }
 
