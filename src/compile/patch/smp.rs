@@ -10,9 +10,9 @@
 //! `$retainKeys`, `$setElementOrder/<list>` and
 //! `$deleteFromPrimitiveList/<list>`.
 //!
-//! Merged lists keep their items' order and add new items at the end, as
-//! Kustomize does (tests/patches.rs compares the two); `kubectl patch`
-//! sends the same patch to the API server, which may put new items first.
+//! Merged lists are ordered as the API server orders them (and Kustomize,
+//! which tests/patches.rs compares with): the patch's items in its order,
+//! the others where they were; so an item the list lacked comes first.
 //! New values are merged into nothing, so directives inside them apply too.
 
 use serde_json::{Map, Value};
@@ -146,7 +146,7 @@ fn merge_map(
                 orig.shift_remove(key);
             }
             Some(mut v) => {
-                if let (Some(order), Value::Array(items)) = (order, &mut v) {
+                if let (Some(Value::Array(order)), Value::Array(items)) = (order, &mut v) {
                     let before = match &before {
                         Some(Value::Array(b)) => b.as_slice(),
                         _ => &[],
@@ -166,7 +166,7 @@ fn merge_map(
             continue;
         }
         let how = list_merge(field_schema(schema, list));
-        if let Some(Value::Array(items)) = orig.get_mut(list) {
+        if let (Some(Value::Array(items)), Some(order)) = (orig.get_mut(list), order.as_array()) {
             let before = items.clone();
             reorder(items, &before, order, how);
         }
@@ -193,22 +193,26 @@ fn merge_list(
                 .collect();
         }
         ListMerge::Set => {
+            let before = orig.clone();
             for v in patch {
                 if !orig.contains(v) {
                     orig.push(v.clone());
                 }
             }
+            reorder(&mut orig, &before, patch, how);
             return Ok(orig);
         }
         ListMerge::ByKey(key) => key,
     };
     let directive = |v: &Value| v.get(PATCH).and_then(Value::as_str).map(str::to_owned);
+    // Deletions and a replacement first: the rest merges into what is left.
     if patch
         .iter()
         .any(|v| directive(v).as_deref() == Some("replace"))
     {
         orig.clear();
     }
+    let mut merging = Vec::new();
     for (i, item) in patch.iter().enumerate() {
         let item_at = format!("{at}/{i}");
         let Some(fields) = item.as_object() else {
@@ -225,12 +229,16 @@ fn merge_list(
         let Some(k) = fields.get(key) else {
             return Err(missing_key(&item_at, key));
         };
-        let found = orig.iter().position(|o| o.get(key) == Some(k));
         if d.as_deref() == Some("delete") {
             orig.retain(|o| o.get(key) != Some(k));
-            continue;
+        } else {
+            merging.push((i, item, k));
         }
-        match found {
+    }
+    let before = orig.clone();
+    for (i, item, k) in &merging {
+        let item_at = format!("{at}/{i}");
+        match orig.iter().position(|o| o.get(key) == Some(*k)) {
             Some(j) => {
                 let o = std::mem::take(&mut orig[j]);
                 match merge_value(Some(o), item, items_schema, &item_at)? {
@@ -247,16 +255,17 @@ fn merge_list(
             }
         }
     }
+    let order: Vec<Value> = merging.iter().map(|(_, item, _)| (*item).clone()).collect();
+    reorder(&mut orig, &before, &order, how);
     Ok(orig)
 }
 
-/// Puts `items` in the order `order` gives (`$setElementOrder`): the items
-/// it lists in its order, and the others where they were relative to them
-/// in `before`, the list before the patch.
-fn reorder(items: &mut Vec<Value>, before: &[Value], order: &Value, how: ListMerge) {
-    let Some(order) = order.as_array() else {
-        return;
-    };
+/// Puts a merged list in order, as Kubernetes does: the items `order`
+/// names (the patch's, or `$setElementOrder`'s) in its order, and the
+/// others where they were relative to them in `before`, the list before
+/// the patch. An item the list did not have comes before the items of
+/// `before` that follow it.
+fn reorder(items: &mut Vec<Value>, before: &[Value], order: &[Value], how: ListMerge) {
     let id = |v: &Value| match how {
         ListMerge::ByKey(key) => v.get(key).cloned(),
         ListMerge::Replace | ListMerge::Set => Some(v.clone()),
@@ -569,7 +578,7 @@ mod tests {
     }
 
     #[test]
-    fn lists_with_a_merge_key_merge_item_by_item_and_add_at_the_end() {
+    fn lists_with_a_merge_key_merge_item_by_item_in_the_patch_order() {
         let t = merged(
             pod(json!({"containers": [
                 {"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
@@ -580,13 +589,24 @@ mod tests {
                 {"name": "a", "image": "a:2", "env": [{"name": "Z", "value": "3"}, {"name": "X", "value": "9"}]}
             ]}}),
         );
+        // As the API server orders them: the patch's items in its order,
+        // the others after the patch's items they followed.
         assert_eq!(
             t["spec"]["containers"],
             json!([
-                {"name": "a", "image": "a:2", "env": [{"name": "X", "value": "9"}, {"name": "Y", "value": "2"}, {"name": "Z", "value": "3"}]},
-                {"name": "b", "image": "b:1"},
-                {"name": "c", "image": "c:1"}
+                {"name": "c", "image": "c:1"},
+                {"name": "a", "image": "a:2", "env": [{"name": "Z", "value": "3"}, {"name": "X", "value": "9"}, {"name": "Y", "value": "2"}]},
+                {"name": "b", "image": "b:1"}
             ])
+        );
+        // An item added alone comes first.
+        let t = merged(
+            pod(json!({"containers": [{"name": "a"}, {"name": "b"}]})),
+            json!({"spec": {"containers": [{"name": "c"}]}}),
+        );
+        assert_eq!(
+            t["spec"]["containers"],
+            json!([{"name": "c"}, {"name": "a"}, {"name": "b"}])
         );
     }
 
@@ -643,7 +663,8 @@ mod tests {
             json!({"metadata": {"finalizers": ["a", "b", "c"]}}),
             json!({"metadata": {"finalizers": ["d", "a"], "$deleteFromPrimitiveList/finalizers": ["b"]}}),
         );
-        assert_eq!(t["metadata"]["finalizers"], json!(["a", "c", "d"]));
+        // The patch's in its order, `c` after `a` as it was.
+        assert_eq!(t["metadata"]["finalizers"], json!(["d", "a", "c"]));
     }
 
     #[test]
