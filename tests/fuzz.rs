@@ -59,6 +59,11 @@ const BASES: &[Base] = &[
         definitions: &["jobs/resnet.yaml"],
         projects: &["trainc.yaml"],
     },
+    Base {
+        dir: "tests/fixtures/patches",
+        definitions: &["jobs/bert.yaml"],
+        projects: &["trainc.yaml"],
+    },
 ];
 
 const TARGETS: &[&str] = &["kubernetes", "jobset", "tfjob"];

@@ -340,7 +340,7 @@ pub fn problems(v: &Value, schema: Option<Kube>) -> Vec<Problem> {
         ));
     }
     let end_ok = matches!(o.op, Op::Add | Op::Move | Op::Copy);
-    let target = resolve(&o.path, schema, end_ok).map_err(|(_, mut e)| {
+    let target = resolve(&o.path, schema, end_ok).map_err(|mut e| {
         e.at = "/path".into();
         e
     });
@@ -353,7 +353,7 @@ pub fn problems(v: &Value, schema: Option<Kube>) -> Vec<Problem> {
         Err(e) => out.push(e),
     }
     if let Some(from) = &o.from
-        && let Err((_, mut e)) = resolve(from, schema, false)
+        && let Err(mut e) = resolve(from, schema, false)
     {
         e.at = "/from".into();
         out.push(e);
@@ -361,13 +361,9 @@ pub fn problems(v: &Value, schema: Option<Kube>) -> Vec<Problem> {
     out
 }
 
-/// The schema at `path`, or the token that leaves it (with what is wrong).
-/// `-` (the end of a list) may end the path where `end_ok`.
-fn resolve(
-    path: &[String],
-    schema: Option<Kube>,
-    end_ok: bool,
-) -> Result<Option<Kube>, (usize, Problem)> {
+/// The schema at `path`, or what is wrong with the first token that leaves
+/// it. `-` (the end of a list) may end the path where `end_ok`.
+fn resolve(path: &[String], schema: Option<Kube>, end_ok: bool) -> Result<Option<Kube>, Problem> {
     let mut s = schema;
     for (i, t) in path.iter().enumerate() {
         let Some(here) = s else {
@@ -381,17 +377,11 @@ fn resolve(
                 } else {
                     "a list takes a position: `0`, `1`, …, or `-` for its end".to_owned()
                 };
-                return Err((
-                    i,
-                    Problem {
-                        at: String::new(),
-                        message: format!(
-                            "`{t}` is not a position in the list `{}`",
-                            show(&path[..i])
-                        ),
-                        hint,
-                    },
-                ));
+                return Err(Problem {
+                    at: String::new(),
+                    message: format!("`{t}` is not a position in the list `{}`", show(&path[..i])),
+                    hint,
+                });
             }
             s = here.items();
             continue;
@@ -402,7 +392,7 @@ fn resolve(
             Field::Unknown => {
                 let mut p = unknown_field("", t, here);
                 p.message = format!("`{}`: {}", show(&path[..=i]), p.message);
-                return Err((i, p));
+                return Err(p);
             }
         };
     }
