@@ -70,6 +70,11 @@ const BASES: &[Base] = &[
         definitions: &["jobs/mnist.yaml", "jobs/resnet.yaml"],
         projects: &["trainc.yaml"],
     },
+    Base {
+        dir: "tests/fixtures/patches",
+        definitions: &["jobs/bert.yaml"],
+        projects: &["trainc.yaml"],
+    },
 ];
 
 const TARGETS: &[&str] = &["kubernetes", "jobset", "tfjob"];

@@ -186,3 +186,23 @@ fn pod_settings_tfjob() {
     let (_dir, tree) = common::build_example_for("pod-settings", "tfjob");
     insta::assert_snapshot!(render(&tree));
 }
+
+/// Patches and raw affinities (tests/fixtures/patches): the patched pod
+/// templates of every role.
+#[test]
+fn patches() {
+    let (_dir, tree) = common::build_example("patches");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn patches_jobset() {
+    let (_dir, tree) = common::build_example_for("patches", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn patches_tfjob() {
+    let (_dir, tree) = common::build_example_for("patches", "tfjob");
+    insta::assert_snapshot!(render(&tree));
+}

@@ -20,7 +20,9 @@ use sha2::{Digest, Sha256};
 use crate::compile::storage;
 use crate::model::Job;
 use crate::model::definition::Strategy;
-use crate::model::job::{EmptyDir, Projection, Role, RoleKind, RunPolicy, Security, VolumeSource};
+use crate::model::job::{
+    EmptyDir, Patch, Projection, Role, RoleKind, RunPolicy, Security, VolumeSource,
+};
 use crate::names;
 
 /// What the run identity is computed from. Every field of [`Job`] is named
@@ -54,6 +56,9 @@ struct Inputs<'a> {
     run_policy: &'a RunPolicy,
     service_account_name: Option<&'a str>,
     security: &'a Security,
+    /// Skipped when empty, so that runs without patches keep their names.
+    #[serde(skip_serializing_if = "<[Patch]>::is_empty")]
+    patches: &'a [Patch],
 }
 
 /// One volume as the pods see it. A claim that every role mounts keeps the
@@ -159,6 +164,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         security,
         // A NetworkPolicy is changed in place; the pods stay.
         network_policy: _,
+        patches,
     } = job;
     let inputs = Inputs {
         target: target.as_str(),
@@ -182,6 +188,7 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         run_policy,
         service_account_name: service_account_name.as_deref(),
         security,
+        patches,
     };
     // JSON of borrowed, ordered fields and sorted maps: equal jobs give
     // equal bytes.

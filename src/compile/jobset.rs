@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::compile::crd::{
     FailurePolicy, FailurePolicyRule, JobSet, JobSetSpec, Network, ReplicatedJob, SuccessPolicy,
 };
+use crate::compile::patch::Finding;
 use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::TrainingJob;
@@ -30,7 +31,7 @@ pub const FORMAT: u32 = 2;
 pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-pub fn compile(run: &Run) -> Vec<Manifest> {
+pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     // JobSet's headless Service is named after the JobSet (the `subdomain`
@@ -57,7 +58,7 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
                 restart_policy: Some(rp.restart_policy.clone()),
                 sets_tf_config: true,
             };
-            ReplicatedJob {
+            Ok(ReplicatedJob {
                 name: role.kind.as_str().to_owned(),
                 replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
                 template: JobTemplateSpec {
@@ -79,13 +80,13 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
                         // A replacement pod only once the old one is gone: the
                         // two would share a host name.
                         pod_replacement_policy: Some("Failed".to_owned()),
-                        template: pod::task_template(job, &placement, &cluster),
+                        template: pod::task_template(job, &placement, &cluster)?,
                         ..JobSpec::default()
                     }),
                 },
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, Finding>>()?;
     let has_chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
     let success = if has_chief {
         RoleKind::Chief
@@ -125,10 +126,10 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
             ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
         },
     };
-    vec![
+    Ok(vec![
         run.cluster_spec_config_map(&cluster),
         Manifest::new(jobset, &run.name, &job.name, true, &job.namespace),
-    ]
+    ])
 }
 
 /// What this target cannot express, located in the definition.

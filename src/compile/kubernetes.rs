@@ -12,6 +12,7 @@
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
+use crate::compile::patch::Finding;
 use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::job::{Role, RoleKind};
@@ -23,7 +24,7 @@ pub const FORMAT: u32 = 2;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-pub fn compile(run: &Run) -> Vec<Manifest> {
+pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
         format!(
@@ -36,10 +37,10 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
     let mut out = vec![run.cluster_spec_config_map(&cluster), service(run)];
     for role in &job.roles {
         for index in 0..role.replicas {
-            out.push(task_job(run, role, index, &cluster));
+            out.push(task_job(run, role, index, &cluster)?);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The run's headless Service: the DNS domain of its pods, which set it as
@@ -66,7 +67,12 @@ fn service(run: &Run) -> Manifest {
     Manifest::new(svc, &run.name, &job.name, true, &job.namespace)
 }
 
-fn task_job(run: &Run, role: &Role, index: u32, cluster: &ClusterSpec) -> Manifest {
+fn task_job(
+    run: &Run,
+    role: &Role,
+    index: u32,
+    cluster: &ClusterSpec,
+) -> Result<Manifest, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     let name = names::task(&run.name, role.kind.as_str(), index);
@@ -91,7 +97,7 @@ fn task_job(run: &Run, role: &Role, index: u32, cluster: &ClusterSpec) -> Manife
         // A replacement pod only once the old one is gone: the two would
         // share a host name, and a terminating pod stays in DNS.
         pod_replacement_policy: Some("Failed".to_owned()),
-        template: pod::task_template(job, &placement, cluster),
+        template: pod::task_template(job, &placement, cluster)?,
         ..JobSpec::default()
     };
     let mut labels = meta::labels(
@@ -107,7 +113,7 @@ fn task_job(run: &Run, role: &Role, index: u32, cluster: &ClusterSpec) -> Manife
         ..BatchJob::default()
     };
     let stem = names::task(&job.name, role.kind.as_str(), index);
-    Manifest::new(batch, &name, &stem, true, &job.namespace)
+    Ok(Manifest::new(batch, &name, &stem, true, &job.namespace))
 }
 
 /// Names this target generates for a job, for validation's length and

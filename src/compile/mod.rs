@@ -11,6 +11,7 @@ pub mod jobset;
 pub mod kubernetes;
 mod meta;
 pub mod network;
+pub mod patch;
 pub mod pod;
 pub mod security;
 pub mod storage;
@@ -176,7 +177,9 @@ pub fn compile(job: &Job) -> Result<CompiledJob, String> {
         Target::Kubernetes => kubernetes::compile(&run),
         Target::Jobset => jobset::compile(&run),
         Target::Tfjob => tfjob::compile(&run),
-    };
+    }
+    // Validation has applied the patches already (`patch::check`).
+    .map_err(|f| f.to_string())?;
     manifests.extend(network::run_policy(&run));
     manifests.extend(storage::manifests(job));
     manifests.extend(tensorboard::manifests(job));

@@ -16,14 +16,14 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
-use crate::compile::{meta, security, storage};
+use crate::compile::{meta, patch, security, storage};
 use crate::model::Job;
 use crate::model::job::{EnvSource, EnvValue, Role, hyperparameter_env_name};
 
 pub const CONTAINER: &str = "tensorflow";
 /// The container port's name, unless the target's operator wants another.
 pub const PORT_NAME: &str = "tf";
-const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
+pub const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
 
 /// What differs between targets in the pod of one task.
@@ -316,9 +316,36 @@ fn topology(role: &Role, run: &str) -> (Option<Vec<TopologySpreadConstraint>>, O
     )
 }
 
+/// The role's own `affinity` with `pack`'s pod-affinity term added to it:
+/// the scheduler then honours both.
+fn merge_affinity(own: Option<Affinity>, pack: Option<Affinity>) -> Option<Affinity> {
+    let Some(pack) = pack.and_then(|p| p.pod_affinity) else {
+        return own;
+    };
+    let mut affinity = own.unwrap_or_default();
+    let into = affinity
+        .pod_affinity
+        .get_or_insert_with(PodAffinity::default);
+    if let Some(terms) = pack.required_during_scheduling_ignored_during_execution {
+        into.required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .extend(terms);
+    }
+    if let Some(terms) = pack.preferred_during_scheduling_ignored_during_execution {
+        into.preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .extend(terms);
+    }
+    Some(affinity)
+}
+
 /// The pod template of one task (or, with a label-borne index, of every
-/// task of a role).
-pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemplateSpec {
+/// task of a role), the job's patches applied (see [`patch`]).
+pub fn task_template(
+    job: &Job,
+    p: &Placement,
+    cluster: &ClusterSpec,
+) -> Result<PodTemplateSpec, patch::Finding> {
     let role = p.role;
     let mut mounts = storage::mounts(job, role.kind);
     let mut volumes = storage::pod_volumes(job, role.kind);
@@ -385,8 +412,8 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
     // name into the pod template, and moving a file must not retrain.
     let mut annotations = job.annotations.clone();
     annotations.extend(role.annotations.clone());
-    let (topology_spread_constraints, affinity) = topology(role, p.run);
-    PodTemplateSpec {
+    let (topology_spread_constraints, pack) = topology(role, p.run);
+    let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(labels),
             annotations: Some(annotations).filter(|a| !a.is_empty()),
@@ -405,10 +432,60 @@ pub fn task_template(job: &Job, p: &Placement, cluster: &ClusterSpec) -> PodTemp
             node_selector: (!role.node_selector.is_empty()).then(|| role.node_selector.clone()),
             tolerations: tolerations(role),
             topology_spread_constraints,
-            affinity,
+            affinity: merge_affinity(role.affinity.clone(), pack),
             image_pull_secrets: image_pull_secrets(job),
             volumes: Some(volumes),
             ..PodSpec::default()
         }),
+    };
+    patch::apply(job, role.kind, template)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{NodeAffinity, NodeSelector};
+
+    use super::*;
+
+    fn term(key: &str) -> PodAffinityTerm {
+        PodAffinityTerm {
+            topology_key: key.to_owned(),
+            ..PodAffinityTerm::default()
+        }
+    }
+
+    #[test]
+    fn pack_adds_its_term_to_the_roles_own_affinity() {
+        let own = Affinity {
+            node_affinity: Some(NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(NodeSelector::default()),
+                ..NodeAffinity::default()
+            }),
+            pod_affinity: Some(PodAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![term("own")]),
+                ..PodAffinity::default()
+            }),
+            ..Affinity::default()
+        };
+        let pack = Affinity {
+            pod_affinity: Some(PodAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![term("pack")]),
+                ..PodAffinity::default()
+            }),
+            ..Affinity::default()
+        };
+        let merged = merge_affinity(Some(own.clone()), Some(pack.clone())).expect("affinity");
+        assert_eq!(merged.node_affinity, own.node_affinity);
+        let keys: Vec<String> = merged
+            .pod_affinity
+            .and_then(|p| p.required_during_scheduling_ignored_during_execution)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.topology_key)
+            .collect();
+        assert_eq!(keys, ["own", "pack"]);
+        assert_eq!(merge_affinity(None, Some(pack.clone())), Some(pack));
+        assert_eq!(merge_affinity(Some(own.clone()), None), Some(own));
+        assert_eq!(merge_affinity(None, None), None);
     }
 }

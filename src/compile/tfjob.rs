@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
+use crate::compile::patch::Finding;
 use crate::compile::tensorflow::{ClusterSpec, Index};
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::{Strategy, TrainingJob};
@@ -38,7 +39,7 @@ fn replica_type(kind: RoleKind) -> &'static str {
     }
 }
 
-pub fn compile(run: &Run) -> Vec<Manifest> {
+pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     // The operator's Service names, as in its `TF_CONFIG`, which lists the
@@ -67,7 +68,7 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
             ReplicaSpec {
                 replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
                 restart_policy: rp.restart_policy.clone(),
-                template: pod::task_template(job, &placement, &cluster),
+                template: pod::task_template(job, &placement, &cluster)?,
             },
         );
     }
@@ -101,10 +102,10 @@ pub fn compile(run: &Run) -> Vec<Manifest> {
             tf_replica_specs: replicas,
         },
     };
-    vec![
+    Ok(vec![
         run.cluster_spec_config_map(&cluster),
         Manifest::new(tfjob, &run.name, &job.name, true, &job.namespace),
-    ]
+    ])
 }
 
 /// What this target cannot express, located in the definition.

@@ -126,6 +126,23 @@ pub struct Spec {
     pub service_account_name: Option<String>,
     #[serde(default)]
     pub security: Security,
+    #[serde(default)]
+    pub patches: Vec<Patch>,
+}
+
+/// `spec.patches[]`: the escape hatch. Validation makes sure it holds one
+/// of `strategic` and `json`, each checked against the Kubernetes schema.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Patch {
+    /// Role names; empty: every role.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// A partial pod template.
+    pub strategic: Option<Value>,
+    /// RFC 6902 operations, kept as written: `value: null` and no `value`
+    /// differ.
+    pub json: Option<Vec<Value>>,
 }
 
 /// `spec.security`: relaxations of the `restricted` defaults, field by field.
@@ -358,6 +375,8 @@ pub struct Role {
     pub priority_class_name: Option<String>,
     pub spread: Option<Spread>,
     pub pack: Option<Pack>,
+    /// A Kubernetes `Affinity`, checked against its schema and type.
+    pub affinity: Option<Value>,
 }
 
 /// `spread`: the role's tasks spread evenly over the domains of a topology.

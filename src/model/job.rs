@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use std::path::PathBuf;
 
+use k8s_openapi::api::core::v1::Affinity;
 use serde::{Deserialize, Serialize};
 
 use crate::library::Preset;
@@ -73,6 +74,36 @@ pub struct Job {
     pub security: Security,
     /// `None` when the definition opts out of NetworkPolicies.
     pub network_policy: Option<NetworkPolicy>,
+    /// `spec.patches`, in order (see [`crate::compile::patch`]).
+    pub patches: Vec<Patch>,
+}
+
+/// One of `spec.patches`. Serialize: part of the run identity, since it
+/// reaches every pod of its roles.
+#[derive(Debug, Clone, Serialize)]
+pub struct Patch {
+    /// Empty: every role.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleKind>,
+    pub change: Change,
+}
+
+/// What a patch does. Objects' keys are sorted: reordering the keys of a
+/// patch changes neither what it does nor the run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// A strategic-merge patch: a partial pod template.
+    Strategic(serde_json::Value),
+    /// RFC 6902 operations.
+    Json(Vec<serde_json::Value>),
+}
+
+impl Patch {
+    /// Whether the patch changes the pods of `kind`.
+    pub fn applies_to(&self, kind: RoleKind) -> bool {
+        self.roles.is_empty() || self.roles.contains(&kind)
+    }
 }
 
 /// The pods' security settings, every default applied. Serialize: part of
@@ -167,6 +198,11 @@ impl RoleKind {
         }
     }
 
+    /// The role a name in a definition stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     pub fn of(self, roles: &def::Roles) -> Option<&def::Role> {
         match self {
             Self::Chief => roles.chief.as_ref(),
@@ -215,6 +251,9 @@ pub struct Role {
     pub priority_class_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
+    /// Skipped when absent, so that runs without one keep their names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
 }
 
 impl Role {
@@ -619,6 +658,11 @@ pub fn resolve(
                         .clone()
                         .filter(|p| Some(p) != spec.run_policy.priority_class_name.as_ref()),
                     topology,
+                    // Validation has deserialized it already.
+                    affinity: r
+                        .affinity
+                        .as_ref()
+                        .and_then(|a| serde_json::from_value(a.clone()).ok()),
                 }
             })
         })
@@ -716,6 +760,7 @@ pub fn resolve(
                     }]
                 }),
         }),
+        patches: spec.patches.iter().filter_map(patch).collect(),
     }
 }
 
@@ -821,6 +866,25 @@ fn projection(p: &def::Projection) -> Projection {
         default_mode: p.default_mode.as_ref().and_then(mode),
         optional: p.optional,
     }
+}
+
+/// A patch as the compiler applies it. Validation makes sure it has one of
+/// `strategic` and `json`, and known roles.
+fn patch(p: &def::Patch) -> Option<Patch> {
+    let sorted = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        v.sort_all_objects();
+        v
+    };
+    let change = match (&p.strategic, &p.json) {
+        (Some(s), None) => Change::Strategic(sorted(s)),
+        (None, Some(ops)) => Change::Json(ops.iter().map(sorted).collect()),
+        _ => return None,
+    };
+    Some(Patch {
+        roles: p.roles.iter().filter_map(|r| RoleKind::parse(r)).collect(),
+        change,
+    })
 }
 
 /// Where the TensorBoard image trainc builds goes: the definition's

@@ -3,6 +3,7 @@
 
 mod budget;
 mod image;
+mod patches;
 pub mod rules;
 pub mod schema;
 mod security;
@@ -45,7 +46,7 @@ pub fn validate(
             diags.push(d);
             continue;
         }
-        let found = schema::TRAINING_JOB.check(doc);
+        let found = schema::training_job(doc).check(doc);
         if !found.is_empty() {
             diags.extend(found);
             continue;
@@ -78,7 +79,6 @@ pub fn validate(
         diagnostic::normalize(&mut diags);
         return Err(diags);
     }
-    diagnostic::normalize(&mut warnings);
     let mut jobs: Vec<Job> = valid
         .iter()
         .map(|(doc, def)| {
@@ -92,6 +92,21 @@ pub fn validate(
                 "internal error: a validated job has no preset",
             )]
         })?;
+    // Patches are checked by applying them to the pod templates, which
+    // only a resolved job has.
+    for ((doc, _), job) in valid.iter().zip(&jobs) {
+        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) = patches::applied(doc, job)
+            .into_iter()
+            .partition(|d| !d.is_error());
+        warnings.extend(warned);
+        diags.extend(found);
+    }
+    if !diags.is_empty() {
+        diags.extend(warnings);
+        diagnostic::normalize(&mut diags);
+        return Err(diags);
+    }
+    diagnostic::normalize(&mut warnings);
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok((jobs, warnings))
 }

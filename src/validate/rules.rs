@@ -91,6 +91,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
     super::security::check(&mut cx, def);
+    super::patches::check(&mut cx, def);
     access_modes(&mut cx, def);
     environment(&mut cx, def, target_of(def, defaults));
     env_sources(&mut cx, def);

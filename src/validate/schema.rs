@@ -24,15 +24,74 @@ pub struct Schema {
     validator: Validator,
 }
 
-pub static TRAINING_JOB: LazyLock<Schema> = LazyLock::new(|| Schema::new(TRAINING_JOB_SCHEMA));
-pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(PROJECT_SCHEMA));
+/// The definition schema, Kubernetes' pod template included: what a
+/// definition with patches or an affinity is checked against.
+pub static TRAINING_JOB: LazyLock<Schema> =
+    LazyLock::new(|| Schema::new(parse(TRAINING_JOB_SCHEMA)));
+/// The definition schema without the Kubernetes definitions (`io.k8s.…`),
+/// for every other definition: the pod template is most of the schema and
+/// of the time it takes to compile (a few milliseconds at every start).
+static TRAINING_JOB_LEAN: LazyLock<Schema> =
+    LazyLock::new(|| Schema::new(lean(parse(TRAINING_JOB_SCHEMA))));
+pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(parse(PROJECT_SCHEMA)));
+
+/// The prefix of the Kubernetes definitions' names in `$defs`.
+const KUBERNETES: &str = "io.k8s.";
+
+/// Panics only if an embedded schema is broken, which the test suite rules
+/// out; it never depends on user input.
+#[allow(clippy::expect_used)]
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("embedded schema is JSON")
+}
+
+/// `schema` without the Kubernetes definitions; what referred to them
+/// accepts anything.
+fn lean(mut schema: Value) -> Value {
+    fn cut(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                let refers = o
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .is_some_and(|r| r.starts_with(&format!("#/$defs/{KUBERNETES}")));
+                if refers {
+                    o.clear();
+                } else {
+                    o.values_mut().for_each(cut);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(cut),
+            _ => {}
+        }
+    }
+    if let Some(defs) = schema.get_mut("$defs").and_then(Value::as_object_mut) {
+        defs.retain(|name, _| !name.starts_with(KUBERNETES));
+    }
+    cut(&mut schema);
+    schema
+}
+
+/// The schema a definition is checked against: with the pod template only
+/// where the definition has patches or an affinity, the fields that refer
+/// to it.
+pub fn training_job(doc: &Document) -> &'static Schema {
+    let spec = &doc.value["spec"];
+    let roles = spec["roles"].as_object();
+    let kubernetes = spec.get("patches").is_some()
+        || roles.is_some_and(|r| r.values().any(|role| role.get("affinity").is_some()));
+    if kubernetes {
+        &TRAINING_JOB
+    } else {
+        &TRAINING_JOB_LEAN
+    }
+}
 
 impl Schema {
     /// Panics only if the embedded schema is broken, which the test suite
     /// rules out; it never depends on user input.
     #[allow(clippy::expect_used)]
-    fn new(text: &str) -> Self {
-        let json: Value = serde_json::from_str(text).expect("embedded schema is JSON");
+    fn new(json: Value) -> Self {
         let validator = jsonschema::draft202012::new(&json).expect("embedded schema compiles");
         Self { json, validator }
     }
@@ -119,9 +178,12 @@ impl Schema {
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
                     TypeKind::Single(t) => t.to_string(),
+                    // `null` is allowed where it deletes a field in a patch,
+                    // which is not what a mistyped value means.
                     TypeKind::Multiple(ts) => ts
                         .iter()
                         .map(|t| t.to_string())
+                        .filter(|t| t != "null")
                         .collect::<Vec<_>>()
                         .join(" or "),
                 };
@@ -288,13 +350,166 @@ pub fn short(v: &Value) -> String {
     }
 }
 
+/// A place in the Kubernetes definitions of the definition schema: what a
+/// pod-template field is, for checking patches field by field and for
+/// merging them as Kubernetes does (the lists merged item by item carry
+/// Kubernetes' `x-kubernetes-patch-strategy` and `-merge-key`).
+#[derive(Debug, Clone, Copy)]
+pub struct Kube(&'static Value);
+
+/// What a field name is in an object of the Kubernetes schema.
+#[derive(Debug, Clone, Copy)]
+pub enum Field {
+    Known(Kube),
+    /// Not a field of this object.
+    Unknown,
+    /// Not described: any value (a free-form object, or below a scalar).
+    Any,
+}
+
+/// How a strategic patch merges a list (Kubernetes' patch strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMerge<'a> {
+    /// The patch replaces the list (the default).
+    Replace,
+    /// Items with the same value of the key merge; others are added.
+    ByKey(&'a str),
+    /// A set of scalars: the patch's are added.
+    Set,
+}
+
+impl Kube {
+    /// A definition by its short name: `Container`, `PodTemplateSpec`,
+    /// `Affinity` (core/v1), `ObjectMeta` (meta/v1).
+    pub fn def(name: &str) -> Option<Self> {
+        let defs = &TRAINING_JOB.json["$defs"];
+        [
+            "io.k8s.api.core.v1.",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.",
+        ]
+        .iter()
+        .find_map(|p| defs.get(format!("{p}{name}")))
+        .map(Self)
+    }
+
+    /// The pod template, which patches change.
+    pub fn pod_template() -> Option<Self> {
+        Self::def("PodTemplateSpec")
+    }
+
+    /// The schema itself, `$ref`s followed.
+    fn resolved(self) -> &'static Value {
+        let mut v = self.0;
+        // A bound keeps a cycle of references from looping.
+        for _ in 0..8 {
+            let Some(r) = v.get("$ref").and_then(Value::as_str) else {
+                break;
+            };
+            match r
+                .strip_prefix('#')
+                .and_then(|p| TRAINING_JOB.json.pointer(p))
+            {
+                Some(t) => v = t,
+                None => break,
+            }
+        }
+        v
+    }
+
+    /// The definition's short name (`Container`), for messages.
+    pub fn name(self) -> Option<&'static str> {
+        let target = self.resolved();
+        TRAINING_JOB.json["$defs"]
+            .as_object()?
+            .iter()
+            .find(|(_, v)| std::ptr::eq(*v, target))
+            .and_then(|(k, _)| k.rsplit('.').next())
+    }
+
+    /// The field `name` of this object, or the value type of this map.
+    pub fn field(self, name: &str) -> Field {
+        let s = self.resolved();
+        if let Some(p) = s.get("properties").and_then(|p| p.get(name)) {
+            return Field::Known(Self(p));
+        }
+        match s.get("additionalProperties") {
+            Some(v @ Value::Object(_)) => Field::Known(Self(v)),
+            Some(Value::Bool(false)) => Field::Unknown,
+            _ => Field::Any,
+        }
+    }
+
+    /// The fields an object declares, for "did you mean".
+    pub fn field_names(self) -> Vec<&'static str> {
+        self.resolved()
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The fields Kubernetes requires of this object (which a patch may
+    /// leave out, but not the patched template).
+    pub fn required(self) -> Vec<&'static str> {
+        self.resolved()
+            .get("x-trainc-required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether this is an object with named fields (not a map).
+    pub fn is_object(self) -> bool {
+        self.resolved().get("properties").is_some()
+    }
+
+    /// Whether values here may be lists.
+    pub fn is_list(self) -> bool {
+        self.types().contains(&"array")
+    }
+
+    /// The JSON types allowed here (empty: any).
+    pub fn types(self) -> Vec<&'static str> {
+        match self.resolved().get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The items of this list.
+    pub fn items(self) -> Option<Self> {
+        self.resolved().get("items").map(Self)
+    }
+
+    /// How a strategic patch merges this list field.
+    pub fn list_merge(self) -> ListMerge<'static> {
+        let strategy = self
+            .0
+            .get("x-kubernetes-patch-strategy")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !strategy.split(',').any(|s| s == "merge") {
+            return ListMerge::Replace;
+        }
+        match self
+            .0
+            .get("x-kubernetes-patch-merge-key")
+            .and_then(Value::as_str)
+        {
+            Some(key) => ListMerge::ByKey(key),
+            None => ListMerge::Set,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn embedded_schemas_are_valid_draft_2020_12() {
-        for schema in [&*TRAINING_JOB, &*PROJECT] {
+        for schema in [&*TRAINING_JOB, &*TRAINING_JOB_LEAN, &*PROJECT] {
             assert_eq!(
                 schema.json["$schema"],
                 "https://json-schema.org/draft/2020-12/schema"

@@ -191,6 +191,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("resources", Variant::Target("tfjob")),
     ("variants", Variant::Output("deploy-cpu", "jobset")),
     ("variants", Variant::Output("deploy-staging", "tfjob")),
+    ("patches", Variant::Target("jobset")),
+    ("patches", Variant::Target("tfjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -290,6 +292,7 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
         "pod-settings",
         "resources",
         "variants",
+        "patches",
     ] {
         let (dir, _) = build_example(example);
         let deploy = output_of(dir.path());

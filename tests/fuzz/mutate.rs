@@ -6,9 +6,11 @@ use serde_json::{Map, Value};
 
 use super::rng::Rng;
 
-/// Words worth trying: every key and enum value of the schemas, and the
-/// scalars of the seed files. Mutations draw from it so that they reach
-/// past "unknown field" into the rules.
+/// Words worth trying: every key and enum value of the schemas (but the
+/// Kubernetes pod template's, hundreds that would drown trainc's own; the
+/// patches fixture brings the common ones), and the scalars of the seed
+/// files. Mutations draw from it so that they reach past "unknown field"
+/// into the rules.
 pub struct Vocab {
     pub keys: Vec<String>,
     pub words: Vec<String>,
@@ -44,6 +46,9 @@ fn harvest_schema(v: &Value, keys: &mut Vec<String>, words: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
+                if k.starts_with("io.k8s.") {
+                    continue;
+                }
                 match (k.as_str(), x) {
                     ("properties", Value::Object(p)) => keys.extend(p.keys().cloned()),
                     ("enum", Value::Array(e)) => words.extend(e.iter().filter_map(|w| match w {
