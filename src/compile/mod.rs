@@ -178,8 +178,9 @@ pub fn compile(job: &Job) -> Result<CompiledJob, String> {
         Target::Jobset => jobset::compile(&run),
         Target::Tfjob => tfjob::compile(&run),
     }
-    // Validation has applied the patches already (`patch::check`).
-    .map_err(|f| f.to_string())?;
+    // Validation has applied the patches already (`patch::check`): only a
+    // `test` of what the image stage fills in could fail here.
+    .map_err(|f| format!("a patch failed at build time: {f}"))?;
     manifests.extend(network::run_policy(&run));
     manifests.extend(storage::manifests(job));
     manifests.extend(tensorboard::manifests(job));

@@ -881,10 +881,10 @@ fn patch(p: &def::Patch) -> Option<Patch> {
         (None, Some(ops)) => Change::Json(ops.iter().map(sorted).collect()),
         _ => return None,
     };
-    Some(Patch {
-        roles: p.roles.iter().filter_map(|r| RoleKind::parse(r)).collect(),
-        change,
-    })
+    // In a fixed order, so that `[ps, worker]` and `[worker, ps]` are one run.
+    let mut roles: Vec<RoleKind> = p.roles.iter().filter_map(|r| RoleKind::parse(r)).collect();
+    roles.sort();
+    Some(Patch { roles, change })
 }
 
 /// Where the TensorBoard image trainc builds goes: the definition's

@@ -268,6 +268,11 @@ impl Schema {
                     .at(doc.locate(&pointer))
                     .hint(subschema_keys_hint(subschema)),
             ],
+            ValidationErrorKind::MaxItems { limit } => vec![
+                diag(format!("has more than {limit} items"))
+                    .at(doc.locate(&pointer))
+                    .hint(format!("keep it to {limit} at most")),
+            ],
             ValidationErrorKind::UniqueItems => {
                 vec![diag("lists the same item twice".to_owned()).at(doc.locate(&pointer))]
             }

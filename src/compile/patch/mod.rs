@@ -72,7 +72,7 @@ pub fn apply(
     kind: RoleKind,
     template: PodTemplateSpec,
 ) -> Result<PodTemplateSpec, Finding> {
-    apply_traced(job, kind, template)
+    apply_traced(job, kind, template, false)
         .map(|(t, _)| t)
         .map_err(|f| f.of_roles(&[kind]))
 }
@@ -87,11 +87,15 @@ impl Finding {
     }
 }
 
-/// [`apply`], and the warnings about each patch.
+/// [`apply`], and the warnings about each patch. `thorough` checks the
+/// template after each patch, so that a finding names the patch that
+/// caused it; else only after the last (the build, which validation has
+/// run thoroughly: a job may have a thousand tasks and many patches).
 fn apply_traced(
     job: &Job,
     kind: RoleKind,
     template: PodTemplateSpec,
+    thorough: bool,
 ) -> Result<(PodTemplateSpec, Vec<Finding>), Finding> {
     let mine = || {
         job.patches
@@ -112,8 +116,13 @@ fn apply_traced(
     let mut current = original.clone();
     let mut typed = template;
     let mut warnings = Vec::new();
-    for (i, patch) in mine() {
-        let before = current.clone();
+    let count = mine().count();
+    for (n, (i, patch)) in mine().enumerate() {
+        let before = if thorough {
+            current.clone()
+        } else {
+            Value::Null
+        };
         let error = |at: String, message: String, hint: String| Finding {
             pointer: format!("/spec/patches/{i}{at}"),
             message,
@@ -125,6 +134,9 @@ fn apply_traced(
                 .map_err(|e| error(format!("/strategic{}", e.at), e.message, e.hint))?,
             Change::Json(ops) => json::apply(&mut current, ops)
                 .map_err(|e| error(format!("/json{}", e.at), e.message, e.hint))?,
+        }
+        if !thorough && n + 1 < count {
+            continue;
         }
         // Where the patched template is no longer one: at `path`, `what`.
         let invalid = |path: Vec<Segment>, what: String| {
@@ -170,7 +182,11 @@ fn apply_traced(
         if let Err((message, hint)) = invariants(job, &original, &current) {
             return Err(error(String::new(), message, hint));
         }
-        let changed = pod_security_changes(&before, &current);
+        let changed = if thorough {
+            pod_security_changes(&before, &current)
+        } else {
+            Vec::new()
+        };
         if !changed.is_empty() {
             warnings.push(Finding {
                 pointer: format!("/spec/patches/{i}"),
@@ -595,6 +611,18 @@ pub fn check(job: &Job) -> Vec<Finding> {
     // Findings by (pointer, message) → roles, so that a patch of every role
     // is reported once.
     let mut found: BTreeMap<Finding, Vec<RoleKind>> = BTreeMap::new();
+    // Thoroughly once per role; its other tasks' templates (on
+    // `kubernetes`, one per task) differ only in the task's names and
+    // index, which only a `test` operation can tell apart, so they are
+    // checked where one applies.
+    let tests = |kind: RoleKind| {
+        job.patches.iter().any(|p| {
+            p.applies_to(kind)
+                && matches!(&p.change, Change::Json(ops) if ops.iter().any(|o| o["op"] == "test"))
+        })
+    };
+    let mut seen: Vec<RoleKind> = Vec::new();
+    let mut failed: Vec<RoleKind> = Vec::new();
     for m in &manifests {
         for template in templates(&m.object) {
             let kind = template
@@ -604,9 +632,18 @@ pub fn check(job: &Job) -> Vec<Finding> {
                 .and_then(|l| l.get(meta::ROLE))
                 .and_then(|r| RoleKind::parse(r));
             let Some(kind) = kind else { continue };
-            let findings = match apply_traced(job, kind, template.clone()) {
+            let thorough = !seen.contains(&kind);
+            if failed.contains(&kind) || (!thorough && !tests(kind)) {
+                continue;
+            }
+            seen.push(kind);
+            let findings = match apply_traced(job, kind, template.clone(), thorough) {
                 Ok((_, warnings)) => warnings,
-                Err(e) => vec![e],
+                Err(e) => {
+                    // One error per role: the others would repeat it.
+                    failed.push(kind);
+                    vec![e]
+                }
             };
             for f in findings {
                 let roles = found.entry(f).or_default();
