@@ -121,13 +121,19 @@ fn binding(job: &Job, v: &job::Volume) -> BTreeMap<String, String> {
     l
 }
 
-fn storage_request(size: &str) -> VolumeResourceRequirements {
-    VolumeResourceRequirements {
-        requests: Some(BTreeMap::from([(
-            "storage".to_owned(),
-            Quantity(size.to_owned()),
-        )])),
-        ..VolumeResourceRequirements::default()
+/// A claim's spec with its access mode and size; each kind of claim adds
+/// what finds its volume.
+fn claim_spec(size: &str, access_mode: &str) -> PersistentVolumeClaimSpec {
+    PersistentVolumeClaimSpec {
+        access_modes: Some(vec![access_mode.to_owned()]),
+        resources: Some(VolumeResourceRequirements {
+            requests: Some(BTreeMap::from([(
+                "storage".to_owned(),
+                Quantity(size.to_owned()),
+            )])),
+            ..VolumeResourceRequirements::default()
+        }),
+        ..PersistentVolumeClaimSpec::default()
     }
 }
 
@@ -250,14 +256,12 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     job,
                     &name,
                     PersistentVolumeClaimSpec {
-                        access_modes: Some(vec![access_mode.clone()]),
-                        resources: Some(storage_request(size)),
                         selector: Some(LabelSelector {
                             match_labels: Some(binding(job, v)),
                             ..LabelSelector::default()
                         }),
                         storage_class_name: Some(String::new()),
-                        ..PersistentVolumeClaimSpec::default()
+                        ..claim_spec(size, access_mode)
                     },
                 ));
             }
@@ -272,8 +276,6 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     job,
                     &name,
                     PersistentVolumeClaimSpec {
-                        access_modes: Some(vec![access_mode.clone()]),
-                        resources: Some(storage_request(size)),
                         selector: selector.as_ref().map(label_selector),
                         volume_name: volume_name.clone(),
                         // An empty class, unless the volume has one: left
@@ -282,7 +284,7 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                         // the claim would bind only to volumes of that
                         // class (or, with a volume name, never).
                         storage_class_name: Some(storage_class.clone().unwrap_or_default()),
-                        ..PersistentVolumeClaimSpec::default()
+                        ..claim_spec(size, access_mode)
                     },
                 ));
             }
@@ -295,10 +297,8 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
                     job,
                     &name,
                     PersistentVolumeClaimSpec {
-                        access_modes: Some(vec![access_mode.clone()]),
-                        resources: Some(storage_request(size)),
                         storage_class_name: storage_class.clone(),
-                        ..PersistentVolumeClaimSpec::default()
+                        ..claim_spec(size, access_mode)
                     },
                 ));
             }
