@@ -217,7 +217,7 @@ fn parse_target(s: &str) -> Result<Target, String> {
     Target::ALL
         .into_iter()
         .find(|t| t.as_str() == s)
-        .ok_or_else(|| format!("unknown target `{s}`: use kubernetes, jobset or tfjob"))
+        .ok_or_else(|| format!("unknown target `{s}`: use kubernetes, jobset, tfjob or pytorchjob"))
 }
 
 fn parse_replicas(s: &str) -> Result<(RoleKind, u32), String> {
@@ -952,7 +952,7 @@ fn run_local(cwd: &Path, mut stdout: Out, args: RunArgs, color: Color) -> Result
     };
     crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
     if crate::run::uses_python(&job) {
-        crate::run::preflight(&opts.python, &job.framework_version).map_err(|d| fail(vec![d]))?;
+        crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
     }
     let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
     let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();

@@ -12,10 +12,13 @@ use crate::diagnostic::Diagnostic;
 use crate::load;
 
 /// Built-in presets, by name (the framework they are for).
-const PRESETS: [(&str, &str); 1] = [(
-    "tensorflow",
-    include_str!("../library/presets/tensorflow.yaml"),
-)];
+const PRESETS: [(&str, &str); 2] = [
+    ("pytorch", include_str!("../library/presets/pytorch.yaml")),
+    (
+        "tensorflow",
+        include_str!("../library/presets/tensorflow.yaml"),
+    ),
+];
 /// Built-in templates, by file name.
 const TEMPLATES: [(&str, &str); 2] = [
     (
@@ -37,6 +40,10 @@ pub struct Preset {
     pub port: u16,
     pub python: String,
     pub workdir: String,
+    /// The size of the memory-backed `/dev/shm` every task gets unless its
+    /// definition says (`shmSize`); `None`: none.
+    #[serde(default)]
+    pub shm_size: Option<String>,
     pub tensorboard: TensorBoardPreset,
     pub versions: BTreeMap<String, BaseImages>,
 }

@@ -34,6 +34,19 @@ pub fn jobset_pod(run: &str, role: &str, index: u32) -> String {
     format!("{}-0", task(run, role, index))
 }
 
+/// The one Job of a role whose tasks are the indexes of an Indexed Job
+/// (PyTorch's nodes on `kubernetes`): `<run>-<role>`. Its pods' host names
+/// are [`task`]s.
+pub fn role_job(run: &str, role: &str) -> String {
+    format!("{run}-{role}")
+}
+
+/// The host name JobSet gives pod `index` of the one Job of a replicated
+/// Job whose Job runs several indexes (PyTorch's nodes on `jobset`).
+pub fn jobset_indexed_pod(run: &str, role: &str, index: u32) -> String {
+    format!("{}-{index}", task(run, role, 0))
+}
+
 /// The cluster-spec ConfigMap of a run (with the job name: its file stem).
 pub fn cluster_spec(run: &str) -> String {
     format!("{run}-cluster-spec")

@@ -367,7 +367,7 @@ fn init_sets_the_project_target() {
     let o = run(dir.path(), &["init", "--target", "mpijob"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("unknown target `mpijob`: use kubernetes, jobset or tfjob"),
+        stderr(&o).contains("unknown target `mpijob`: use kubernetes, jobset, tfjob or pytorchjob"),
         "{}",
         stderr(&o)
     );

@@ -91,6 +91,9 @@ fn every_generated_custom_resource_matches_its_crd() {
             Variant::Target("tfjob")
             | Variant::ProjectFor(_, "tfjob")
             | Variant::Output(_, "tfjob") => "TFJob",
+            Variant::Target("pytorchjob")
+            | Variant::ProjectFor(_, "pytorchjob")
+            | Variant::Output(_, "pytorchjob") => "PyTorchJob",
             Variant::Target(other) | Variant::ProjectFor(_, other) | Variant::Output(_, other) => {
                 panic!("no custom kind for target {other}")
             }
@@ -103,6 +106,10 @@ fn every_generated_custom_resource_matches_its_crd() {
     eprintln!("checked: {counts:?}");
     assert!(counts.get("JobSet").is_some_and(|&n| n > 0), "{counts:?}");
     assert!(counts.get("TFJob").is_some_and(|&n| n > 0), "{counts:?}");
+    assert!(
+        counts.get("PyTorchJob").is_some_and(|&n| n > 0),
+        "{counts:?}"
+    );
     assert!(
         counts.get("CEL rules evaluated").is_some_and(|&n| n > 0),
         "{counts:?}"
@@ -118,7 +125,11 @@ fn every_crd_converts() {
         .iter()
         .map(|s| format!("{} {} {}", s.file, s.api_version, s.kind))
         .collect();
-    for want in ["jobset.x-k8s.io/v1alpha2 JobSet", "kubeflow.org/v1 TFJob"] {
+    for want in [
+        "jobset.x-k8s.io/v1alpha2 JobSet",
+        "kubeflow.org/v1 TFJob",
+        "kubeflow.org/v1 PyTorchJob",
+    ] {
         assert!(
             served.iter().any(|s| s.ends_with(want)),
             "{want} not served by the CRDs: {served:?}"

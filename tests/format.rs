@@ -24,6 +24,15 @@ const HISTORY: &[(&str, u32, &str)] = &[
     ("tfjob", 2, "26f6c5d1df125ac7"),
 ];
 
+/// The same for a PyTorch run, by target: a second history, since the
+/// rows above fingerprint the TensorFlow run alone. Append, never edit.
+const PYTORCH_HISTORY: &[(&str, u32, &str)] = &[
+    // PyTorch arrives (issue 12).
+    ("kubernetes", 2, "992704cf348eb30a"),
+    ("jobset", 2, "ee2c12549b264785"),
+    ("pytorchjob", 1, "f91d2f092f13c3e9"),
+];
+
 /// Never edit: every field trainc can put into a run's objects.
 const DEFINITION: &str = r#"apiVersion: trainc.dev/v1alpha1
 kind: TrainingJob
@@ -65,10 +74,49 @@ spec:
     queue: q
 "#;
 
-fn fingerprint(target: &str) -> String {
+/// Never edit: every field trainc can put into a PyTorch run's objects.
+const PYTORCH_DEFINITION: &str = r#"apiVersion: trainc.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: fixed
+  namespace: format
+  labels: {team: t}
+  annotations: {note: n}
+spec:
+  framework: pytorch
+  image: registry.example.com/fixed:1
+  imagePullPolicy: IfNotPresent
+  command: [python, /app/train.py]
+  args: [--a=1]
+  env: {A: "1"}
+  hyperparameters: {lr: 0.1}
+  hyperparametersAs: [flags, env]
+  torchrun: {nprocPerNode: 2}
+  shmSize: 1Gi
+  serviceAccountName: trainer
+  roles:
+    worker:
+      replicas: 3
+      port: 29400
+      resources: {cpu: "2", memory: 2Gi, gpu: 2}
+      nodeSelector: {pool: gpu}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  storage:
+    - {name: data, mountPath: /data, size: 1Gi, nfs: {server: nas, path: /d}}
+    - {name: ckpt, mountPath: /ckpt, existingClaim: ckpt}
+  runPolicy:
+    activeDeadlineSeconds: 3600
+    restartPolicy: Never
+    ttlSecondsAfterFinished: 60
+    schedulerName: s
+    priorityClassName: p
+    queue: q
+"#;
+
+fn fingerprint(target: &str, definition: &str) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("jobs")).expect("mkdir");
-    std::fs::write(dir.path().join("jobs/fixed.yaml"), DEFINITION).expect("write");
+    std::fs::write(dir.path().join("jobs/fixed.yaml"), definition).expect("write");
     std::fs::write(
         dir.path().join("trainc.yaml"),
         format!("apiVersion: trainc.dev/v1alpha1\nkind: Project\ndefaults: {{target: {target}}}\n"),
@@ -99,11 +147,21 @@ fn fingerprint(target: &str) -> String {
 #[test]
 fn each_rendering_of_a_run_has_its_own_format_version() {
     let mut new = Vec::new();
-    for target in Target::ALL {
+    let runs = Target::ALL
+        .into_iter()
+        .filter(|t| *t != Target::Pytorchjob)
+        .map(|t| (t, DEFINITION, HISTORY, "HISTORY"))
+        .chain(
+            Target::ALL
+                .into_iter()
+                .filter(|t| *t != Target::Tfjob)
+                .map(|t| (t, PYTORCH_DEFINITION, PYTORCH_HISTORY, "PYTORCH_HISTORY")),
+        );
+    for (target, definition, history, history_name) in runs {
         let name = target.as_str();
         let format = trainc::compile::format(target);
-        let print = fingerprint(name);
-        let rows: Vec<&(&str, u32, &str)> = HISTORY.iter().filter(|r| r.0 == name).collect();
+        let print = fingerprint(name, definition);
+        let rows: Vec<&(&str, u32, &str)> = history.iter().filter(|r| r.0 == name).collect();
         for a in &rows {
             for b in &rows {
                 assert!(
@@ -123,7 +181,7 @@ fn each_rendering_of_a_run_has_its_own_format_version() {
                 new.push(format!(
                     "{name}: the objects of a run render differently now. Bump FORMAT in \
                      src/compile/{name}.rs to {next} and append (\"{name}\", {next}, \"{print}\") \
-                     to HISTORY in tests/format.rs, so that every run is re-created under a new name."
+                     to {history_name} in tests/format.rs, so that every run is re-created under a new name."
                 ));
             }
         }

@@ -144,6 +144,48 @@ fn mnist_collective_tfjob() {
     insta::assert_snapshot!(render(&common::read_tree(&deploy)));
 }
 
+/// PyTorch DDP on plain Kubernetes: one Indexed Job of nodes, each running
+/// `torchrun` with static rendezvous at node 0.
+#[test]
+fn pytorch() {
+    let (_dir, tree) = common::build_example("pytorch");
+    insta::assert_snapshot!(render(&tree));
+}
+
+/// JobSet: one replicated Job whose Indexed Job runs every node; restarts
+/// every node together.
+#[test]
+fn pytorch_jobset() {
+    let (_dir, deploy) =
+        common::build_variant("pytorch", common::Variant::Project("trainc.jobset.yaml"));
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}
+
+/// PyTorchJob: Master and Worker replicas; the operator passes the
+/// rendezvous to `torchrun`.
+#[test]
+fn pytorch_pytorchjob() {
+    let (_dir, deploy) = common::build_variant(
+        "pytorch",
+        common::Variant::Project("trainc.pytorchjob.yaml"),
+    );
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}
+
+/// GPU nodes: a process per GPU, a module as the program, hyperparameters
+/// as flags and variables, spread over nodes.
+#[test]
+fn pytorch_gpu() {
+    let (_dir, tree) = common::build_example("pytorch-gpu");
+    insta::assert_snapshot!(render(&tree));
+}
+
+#[test]
+fn pytorch_gpu_pytorchjob() {
+    let (_dir, tree) = common::build_example_for("pytorch-gpu", "pytorchjob");
+    insta::assert_snapshot!(render(&tree));
+}
+
 /// Every kind of volume: claims that select a volume, NFS with mount
 /// options, CSI volumes, emptyDir, ConfigMap and Secret volumes, and
 /// volumes that only some roles mount.

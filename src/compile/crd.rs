@@ -1,7 +1,7 @@
 //! Stage 3 (compile): typed custom resources that k8s-openapi does not know,
 //! limited to the fields trainc writes. Field names and shapes follow the
-//! CRDs in `shared/crds/` (JobSet `jobset.x-k8s.io/v1alpha2`, TFJob
-//! `kubeflow.org/v1` of the Training Operator v1.9); `tests/crd.rs` checks
+//! CRDs in `shared/crds/` (JobSet `jobset.x-k8s.io/v1alpha2`, TFJob and
+//! PyTorchJob `kubeflow.org/v1` of the Training Operator v1.9); `tests/crd.rs` checks
 //! every generated object against them. Fields are declared in alphabetical
 //! order, after `apiVersion` and `kind`, so the YAML reads like k8s-openapi's.
 
@@ -134,6 +134,23 @@ pub struct TfJobSpec {
     pub success_policy: Option<&'static str>,
     /// By replica type: `Chief`, `Evaluator`, `PS`, `Worker`.
     pub tf_replica_specs: BTreeMap<&'static str, ReplicaSpec>,
+}
+
+custom_resource!(
+    /// A Kubeflow PyTorchJob: the Training Operator creates a pod and a
+    /// Service per replica and passes the rendezvous to `torchrun` in
+    /// `PET_*` variables.
+    PyTorchJob(PyTorchJobSpec), "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"
+);
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PyTorchJobSpec {
+    /// `torchrun`'s processes per node, as the operator's `PET_NPROC_PER_NODE`.
+    pub nproc_per_node: String,
+    /// By replica type: `Master`, `Worker`.
+    pub pytorch_replica_specs: BTreeMap<&'static str, ReplicaSpec>,
+    pub run_policy: KubeflowRunPolicy,
 }
 
 /// `runPolicy` of the Kubeflow v1 jobs (TFJob, PyTorchJob).

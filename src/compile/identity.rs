@@ -21,7 +21,8 @@ use crate::compile::storage;
 use crate::model::Job;
 use crate::model::definition::Strategy;
 use crate::model::job::{
-    EmptyDir, Patch, Projection, Role, RoleKind, RunPolicy, Security, VolumeSource,
+    EmptyDir, Framework, Patch, Projection, Pytorch, Role, RoleKind, RunPolicy, Security,
+    VolumeSource,
 };
 use crate::names;
 
@@ -46,8 +47,12 @@ struct Inputs<'a> {
     hyperparameters: &'a [(String, String)],
     hyperparameter_flags: bool,
     hyperparameter_env: bool,
+    /// TensorFlow's; `false` for other frameworks.
     tf_config: bool,
     legacy_flags: bool,
+    /// Left out for TensorFlow, so that its runs keep their names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pytorch: Option<&'a Pytorch>,
     gpu_resource_name: &'a str,
     roles: &'a [Role],
     /// What a pod sees of storage.
@@ -143,16 +148,15 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         // Reaches pods only through the image, which is hashed itself.
         framework_version: _,
         // The tasks and their cluster spec follow from the roles; the run
-        // object (a TFJob's success policy) from the strategy.
-        strategy,
+        // object (a TFJob's success policy) from the strategy; PyTorch's
+        // processes per node reach `torchrun`'s command.
+        framework,
         build: _,
         image_pull_policy,
         image_pull_secrets,
         hyperparameters,
         hyperparameter_flags,
         hyperparameter_env,
-        tf_config,
-        legacy_flags,
         gpu_resource_name,
         roles,
         storage: volumes,
@@ -169,7 +173,8 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
     let inputs = Inputs {
         target: target.as_str(),
         format: super::format(*target),
-        strategy: (*strategy != Strategy::ParameterServer).then(|| strategy.as_str()),
+        strategy: (framework.strategy() != Strategy::ParameterServer)
+            .then(|| framework.strategy().as_str()),
         namespace,
         name,
         labels,
@@ -179,8 +184,12 @@ pub fn run_hash(job: &Job) -> Result<String, String> {
         hyperparameters,
         hyperparameter_flags: *hyperparameter_flags,
         hyperparameter_env: *hyperparameter_env,
-        tf_config: *tf_config,
-        legacy_flags: *legacy_flags,
+        tf_config: framework.tensorflow().is_some_and(|t| t.tf_config),
+        legacy_flags: framework.tensorflow().is_some_and(|t| t.legacy_flags),
+        pytorch: match framework {
+            Framework::Pytorch(p) => Some(p),
+            Framework::Tensorflow(_) => None,
+        },
         gpu_resource_name,
         roles,
         mounts: volumes.iter().map(|v| mount(job, v)).collect(),

@@ -9,6 +9,10 @@
 //! as one Workload. Tasks share one pod template per role and read their
 //! index from the `jobset.sigs.k8s.io/job-index` label (see
 //! [`Index::Label`]).
+//!
+//! A PyTorch run is one replicated Job of one Indexed Job whose indexes are
+//! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
+//! has, and restarts every node together when one fails.
 
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -16,11 +20,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::compile::crd::{
     FailurePolicy, FailurePolicyRule, JobSet, JobSetSpec, Network, ReplicatedJob, SuccessPolicy,
 };
+use crate::compile::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::patch::Finding;
-use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::pod::{Index, Program};
+use crate::compile::pytorch::Launch;
+use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
-use crate::model::definition::TrainingJob;
-use crate::model::job::RoleKind;
+use crate::model::definition::{Framework as FrameworkKind, TrainingJob};
+use crate::model::job::{Framework, Pytorch, RoleKind};
 use crate::names;
 use crate::validate::rules::Ctx;
 
@@ -32,6 +39,13 @@ pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
+    match &run.job.framework {
+        Framework::Tensorflow(_) => tensorflow(run),
+        Framework::Pytorch(p) => pytorch(run, p),
+    }
+}
+
+fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     // JobSet's headless Service is named after the JobSet (the `subdomain`
@@ -52,11 +66,15 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 role,
                 index: Index::Label(JOB_INDEX_LABEL),
                 run: &run.name,
-                cluster_spec: &run.cluster_spec,
                 hostname: None,
+                subdomain: None,
                 port_name: pod::PORT_NAME,
                 restart_policy: Some(rp.restart_policy.clone()),
-                sets_tf_config: true,
+                program: Program::Tensorflow {
+                    cluster: &cluster,
+                    config_map: &run.cluster_spec,
+                    sets_tf_config: true,
+                },
             };
             Ok(ReplicatedJob {
                 name: role.kind.as_str().to_owned(),
@@ -80,7 +98,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                         // A replacement pod only once the old one is gone: the
                         // two would share a host name.
                         pod_replacement_policy: Some("Failed".to_owned()),
-                        template: pod::task_template(job, &placement, &cluster)?,
+                        template: pod::task_template(job, &placement)?,
                         ..JobSpec::default()
                     }),
                 },
@@ -93,6 +111,75 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     } else {
         RoleKind::Worker
     };
+    Ok(vec![
+        run.cluster_spec_config_map(&cluster),
+        jobset(run, replicated_jobs, success),
+    ])
+}
+
+/// A PyTorch run: one replicated Job whose one Indexed Job runs every node.
+fn pytorch(run: &Run, p: &Pytorch) -> Result<Vec<Manifest>, Finding> {
+    let job = run.job;
+    let rp = &job.run_policy;
+    // Validation makes sure the job has workers, its nodes.
+    let Some(role) = job.roles.iter().find(|r| r.kind == RoleKind::Worker) else {
+        return Ok(Vec::new());
+    };
+    let master = format!(
+        "{}.{}.{}.svc",
+        names::jobset_indexed_pod(&run.name, role.kind.as_str(), 0),
+        run.name,
+        job.namespace
+    );
+    let launch = Launch {
+        nnodes: role.replicas,
+        nproc_per_node: p.nproc_per_node,
+        rendezvous: Some((master, role.port)),
+    };
+    let placement = pod::Placement {
+        role,
+        index: Index::Label(COMPLETION_INDEX_LABEL),
+        run: &run.name,
+        hostname: None,
+        subdomain: None,
+        port_name: pod::port_name(job),
+        restart_policy: Some(rp.restart_policy.clone()),
+        program: Program::Pytorch(&launch),
+    };
+    let nodes = i32::try_from(role.replicas).unwrap_or(i32::MAX);
+    let replicated = ReplicatedJob {
+        name: role.kind.as_str().to_owned(),
+        replicas: 1,
+        template: JobTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(meta::labels(
+                    job,
+                    meta::task_selector(job, &run.name, role.kind, None),
+                )),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(JobSpec {
+                // A failed node fails the Job at once, and the JobSet
+                // restarts every node together.
+                backoff_limit: Some(0),
+                completions: Some(nodes),
+                parallelism: Some(nodes),
+                completion_mode: Some("Indexed".to_owned()),
+                active_deadline_seconds: rp.active_deadline_seconds,
+                pod_replacement_policy: Some("Failed".to_owned()),
+                template: pod::task_template(job, &placement)?,
+                ..JobSpec::default()
+            }),
+        },
+    };
+    Ok(vec![jobset(run, vec![replicated], role.kind)])
+}
+
+/// The run's JobSet: restarted as a whole, done when every Job of
+/// `success` is.
+fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> Manifest {
+    let job = run.job;
+    let rp = &job.run_policy;
     let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
     if let Some(queue) = &rp.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
@@ -126,10 +213,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
             ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
         },
     };
-    Ok(vec![
-        run.cluster_spec_config_map(&cluster),
-        Manifest::new(jobset, &run.name, &job.name, true, &job.namespace),
-    ])
+    Manifest::new(jobset, &run.name, &job.name, true, &job.namespace)
 }
 
 /// What this target cannot express, located in the definition.
@@ -145,8 +229,28 @@ pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
 
 /// Names this target generates for a job (see
 /// [`super::kubernetes::generated`]).
-pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
+pub fn generated(
+    framework: FrameworkKind,
+    run: &str,
+    roles: &[(RoleKind, u32)],
+) -> Vec<(&'static str, String, usize)> {
     let mut out = vec![("JobSet", run.to_owned(), names::LABEL_MAX)];
+    if framework == FrameworkKind::Pytorch {
+        for (kind, replicas) in roles {
+            if let Some(last) = replicas.checked_sub(1) {
+                // The last node's pod, with the Job controller's suffix.
+                out.push((
+                    "Pod",
+                    format!(
+                        "{}-xxxxx",
+                        names::jobset_indexed_pod(run, kind.as_str(), last)
+                    ),
+                    names::LABEL_MAX,
+                ));
+            }
+        }
+        return out;
+    }
     for (kind, replicas) in roles {
         if let Some(last) = replicas.checked_sub(1) {
             // The role's last pod, with the 5 random characters the Job

@@ -6,16 +6,29 @@
 //! name is `<run>-<role>-<i>.<run>.<namespace>.svc`. The run name carries a
 //! hash of the whole run ([`super::identity`]): a changed definition is a
 //! new set of Jobs, a new Service and new DNS names, and the old run is
-//! pruned as a whole. Kubernetes itself knows nothing of the run: each Job
-//! restarts and finishes on its own, and parameter servers never finish.
+//! pruned as a whole. Kubernetes itself knows nothing of a TensorFlow run:
+//! each Job restarts and finishes on its own, and parameter servers never
+//! finish.
+//!
+//! A PyTorch run's nodes are the indexes of one Indexed Job,
+//! `<run>-worker`, whose pods are named `<run>-worker-<i>` under the same
+//! Service. The Job succeeds when every node has, and any node's failure
+//! fails it at once and stops the others: static rendezvous cannot take a
+//! node back alone (see [`crate::compile::pytorch`]).
 
-use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
 use crate::compile::patch::Finding;
-use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::pod::{Index, Program};
+use crate::compile::pytorch::Launch;
+use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
-use crate::model::job::{Role, RoleKind};
+use crate::model::definition::Framework as FrameworkKind;
+use crate::model::job::{Framework, Pytorch, Role, RoleKind};
 use crate::names;
 
 /// Output-format version of this target: bump it whenever a release renders
@@ -23,8 +36,18 @@ use crate::names;
 pub const FORMAT: u32 = 2;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// The label the Job controller puts on every pod of an Indexed Job: its
+/// completion index.
+pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
 pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
+    match &run.job.framework {
+        Framework::Tensorflow(_) => tensorflow(run),
+        Framework::Pytorch(p) => pytorch(run, p),
+    }
+}
+
+fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
         format!(
@@ -80,13 +103,17 @@ fn task_job(
         role,
         index: Index::Fixed(index),
         run: &run.name,
-        cluster_spec: &run.cluster_spec,
         // The evaluator serves no one, but a host name costs nothing and
         // keeps every task alike.
-        hostname: Some((name.clone(), run.name.clone())),
+        hostname: Some(name.clone()),
+        subdomain: Some(run.name.clone()),
         port_name: pod::PORT_NAME,
         restart_policy: Some(rp.restart_policy.clone()),
-        sets_tf_config: true,
+        program: Program::Tensorflow {
+            cluster,
+            config_map: &run.cluster_spec,
+            sets_tf_config: true,
+        },
     };
     let spec = JobSpec {
         backoff_limit: Some(rp.backoff_limit),
@@ -97,7 +124,7 @@ fn task_job(
         // A replacement pod only once the old one is gone: the two would
         // share a host name, and a terminating pod stays in DNS.
         pod_replacement_policy: Some("Failed".to_owned()),
-        template: pod::task_template(job, &placement, cluster)?,
+        template: pod::task_template(job, &placement)?,
         ..JobSpec::default()
     };
     let mut labels = meta::labels(
@@ -116,11 +143,102 @@ fn task_job(
     Ok(Manifest::new(batch, &name, &stem, true, &job.namespace))
 }
 
+/// A PyTorch run: the Service and one Indexed Job of every node.
+fn pytorch(run: &Run, p: &Pytorch) -> Result<Vec<Manifest>, Finding> {
+    let job = run.job;
+    let rp = &job.run_policy;
+    let mut out = vec![service(run)];
+    // Validation makes sure the job has workers, its nodes.
+    let Some(role) = job.roles.iter().find(|r| r.kind == RoleKind::Worker) else {
+        return Ok(out);
+    };
+    let name = names::role_job(&run.name, role.kind.as_str());
+    let master = format!(
+        "{}.{}.{}.svc",
+        names::task(&run.name, role.kind.as_str(), 0),
+        run.name,
+        job.namespace
+    );
+    let launch = Launch {
+        nnodes: role.replicas,
+        nproc_per_node: p.nproc_per_node,
+        rendezvous: Some((master, role.port)),
+    };
+    let placement = pod::Placement {
+        role,
+        index: Index::Label(COMPLETION_INDEX_LABEL),
+        run: &run.name,
+        // The Job controller names each pod `<job>-<index>`.
+        hostname: None,
+        subdomain: Some(run.name.clone()),
+        port_name: pod::port_name(job),
+        restart_policy: Some(rp.restart_policy.clone()),
+        program: Program::Pytorch(&launch),
+    };
+    let nodes = i32::try_from(role.replicas).unwrap_or(i32::MAX);
+    let spec = JobSpec {
+        completion_mode: Some("Indexed".to_owned()),
+        completions: Some(nodes),
+        parallelism: Some(nodes),
+        // 0 unless the definition says (and validation refuses more): a
+        // node replaced alone would wait for its peers forever.
+        backoff_limit: Some(rp.backoff_limit),
+        // Said outright, and named in the Job's failure condition: a rank
+        // that fails fails the run, and the Job controller stops the others.
+        pod_failure_policy: Some(PodFailurePolicy {
+            rules: vec![PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: Some(FrameworkKind::Pytorch.as_str().to_owned()),
+                    operator: "NotIn".to_owned(),
+                    values: vec![0],
+                }),
+                ..PodFailurePolicyRule::default()
+            }],
+        }),
+        active_deadline_seconds: rp.active_deadline_seconds,
+        ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
+        pod_replacement_policy: Some("Failed".to_owned()),
+        template: pod::task_template(job, &placement)?,
+        ..JobSpec::default()
+    };
+    let mut labels = meta::labels(job, meta::task_selector(job, &run.name, role.kind, None));
+    if let Some(queue) = &rp.queue {
+        labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
+    }
+    let batch = BatchJob {
+        metadata: meta::run_object(job, &name, labels),
+        spec: Some(spec),
+        ..BatchJob::default()
+    };
+    let stem = names::role_job(&job.name, role.kind.as_str());
+    out.push(Manifest::new(batch, &name, &stem, true, &job.namespace));
+    Ok(out)
+}
+
 /// Names this target generates for a job, for validation's length and
 /// collision checks: `(kind, name, limit)`, with `run` a placeholder of the
 /// run name's length.
-pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
+pub fn generated(
+    framework: FrameworkKind,
+    run: &str,
+    roles: &[(RoleKind, u32)],
+) -> Vec<(&'static str, String, usize)> {
     let mut out = vec![("Service", run.to_owned(), names::LABEL_MAX)];
+    if framework == FrameworkKind::Pytorch {
+        for (kind, replicas) in roles {
+            out.push(("Job", names::role_job(run, kind.as_str()), names::LABEL_MAX));
+            if let Some(last) = replicas.checked_sub(1) {
+                // The host name of the last node's pod.
+                out.push((
+                    "Pod",
+                    names::task(run, kind.as_str(), last),
+                    names::LABEL_MAX,
+                ));
+            }
+        }
+        return out;
+    }
     for (kind, replicas) in roles {
         for i in 0..*replicas {
             // The Job name is also its pod's host name: a DNS label.

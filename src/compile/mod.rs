@@ -2,8 +2,9 @@
 //!
 //! Targets share the pieces that do not depend on the backend (labels, the
 //! run identity, pod templates, storage, TensorBoard) and the framework's
-//! module (`tensorflow`: the cluster spec); a new target is one more module
-//! that assembles them differently.
+//! module (`tensorflow`: the cluster spec; `pytorch`: `torchrun` and its
+//! rendezvous); a new target is one more module that assembles them
+//! differently.
 
 pub mod crd;
 pub mod identity;
@@ -13,6 +14,8 @@ mod meta;
 pub mod network;
 pub mod patch;
 pub mod pod;
+pub mod pytorch;
+pub mod pytorchjob;
 pub mod security;
 pub mod storage;
 pub mod tensorboard;
@@ -46,6 +49,7 @@ pub enum Object {
     Service(Box<Service>),
     JobSet(Box<crd::JobSet>),
     TfJob(Box<crd::TfJob>),
+    PyTorchJob(Box<crd::PyTorchJob>),
 }
 
 macro_rules! object_from {
@@ -68,6 +72,7 @@ object_from! {
     Service => Service,
     crd::JobSet => JobSet,
     crd::TfJob => TfJob,
+    crd::PyTorchJob => PyTorchJob,
 }
 
 /// One generated object, ready to be written.
@@ -124,6 +129,7 @@ pub fn format(target: Target) -> u32 {
         Target::Kubernetes => kubernetes::FORMAT,
         Target::Jobset => jobset::FORMAT,
         Target::Tfjob => tfjob::FORMAT,
+        Target::Pytorchjob => pytorchjob::FORMAT,
     }
 }
 
@@ -171,16 +177,22 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The run's own objects, as its target writes them.
+pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
+    match run.job.target {
+        Target::Kubernetes => kubernetes::compile(run),
+        Target::Jobset => jobset::compile(run),
+        Target::Tfjob => tfjob::compile(run),
+        Target::Pytorchjob => pytorchjob::compile(run),
+    }
+}
+
 pub fn compile(job: &Job) -> Result<CompiledJob, String> {
     let run = Run::of(job)?;
-    let mut manifests = match job.target {
-        Target::Kubernetes => kubernetes::compile(&run),
-        Target::Jobset => jobset::compile(&run),
-        Target::Tfjob => tfjob::compile(&run),
-    }
-    // Validation has applied the patches already (`patch::check`): only a
-    // `test` of what the image stage fills in could fail here.
-    .map_err(|f| format!("a patch failed at build time: {f}"))?;
+    let mut manifests = target(&run)
+        // Validation has applied the patches already (`patch::check`): only a
+        // `test` of what the image stage fills in could fail here.
+        .map_err(|f| format!("a patch failed at build time: {f}"))?;
     manifests.extend(network::run_policy(&run));
     manifests.extend(storage::manifests(job));
     manifests.extend(tensorboard::manifests(job));

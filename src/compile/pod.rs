@@ -1,7 +1,7 @@
 //! Stage 3 (compile), shared by every target: the pod of one task
 //! (container, environment, arguments, resources, volumes). A target says
 //! how the task is placed ([`Placement`]); the framework module says what
-//! the program is told about the cluster.
+//! the program is told about the cluster ([`Program`]).
 
 use std::collections::BTreeMap;
 
@@ -15,16 +15,74 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use crate::compile::tensorflow::{self, ClusterSpec, INDEX_VAR, Index};
-use crate::compile::{meta, patch, security, storage};
+use crate::compile::tensorflow::{self, ClusterSpec};
+use crate::compile::{meta, patch, pytorch, security, storage};
 use crate::model::Job;
+use crate::model::definition::Framework;
 use crate::model::job::{EnvSource, EnvValue, Role, hyperparameter_env_name};
 
-pub const CONTAINER: &str = "tensorflow";
 /// The container port's name, unless the target's operator wants another.
 pub const PORT_NAME: &str = "tf";
 pub const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
+
+/// The variable holding a task's index where the pod template is shared by
+/// several tasks and the index comes from a pod label at run time.
+pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
+
+/// The program's container: named after the framework, which is the name
+/// the Kubeflow operators look for.
+pub fn container(job: &Job) -> &'static str {
+    job.framework.kind().as_str()
+}
+
+/// The container port's name on the targets without an operator.
+pub fn port_name(job: &Job) -> &'static str {
+    match job.framework.kind() {
+        Framework::Tensorflow => PORT_NAME,
+        Framework::Pytorch => pytorch::PORT_NAME,
+    }
+}
+
+/// Where a task's index comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// One pod template per task: the index is written out.
+    Fixed(u32),
+    /// One pod template for several tasks: the index is the value of this
+    /// pod label, read into [`INDEX_VAR`] through the downward API and
+    /// expanded by Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other
+    /// variables and in arguments.
+    Label(&'static str),
+    /// One pod template for several tasks, whose operator gives each its
+    /// index in this variable.
+    Env(&'static str),
+}
+
+impl Index {
+    /// The index as it appears in variables and flags.
+    pub fn render(self) -> String {
+        match self {
+            Index::Fixed(i) => i.to_string(),
+            Index::Label(_) => format!("$({INDEX_VAR})"),
+            Index::Env(var) => format!("$({var})"),
+        }
+    }
+}
+
+/// What the framework tells one task's program about the run.
+#[derive(Debug, Clone, Copy)]
+pub enum Program<'a> {
+    Tensorflow {
+        cluster: &'a ClusterSpec,
+        /// The run's cluster-spec ConfigMap, mounted at `/etc/trainc`.
+        config_map: &'a str,
+        /// Whether trainc writes `TF_CONFIG`; an operator may inject its own.
+        sets_tf_config: bool,
+    },
+    /// `torchrun` starts the program's processes on each node.
+    Pytorch(&'a pytorch::Launch),
+}
 
 /// What differs between targets in the pod of one task.
 #[derive(Debug, Clone)]
@@ -33,21 +91,20 @@ pub struct Placement<'a> {
     pub index: Index,
     /// The run's name: its pods carry it as the `trainc.dev/run` label.
     pub run: &'a str,
-    /// The run's cluster-spec ConfigMap, mounted at `/etc/trainc`.
-    pub cluster_spec: &'a str,
-    /// `(hostname, subdomain)` where the target names the pod itself.
-    pub hostname: Option<(String, String)>,
+    /// Where the target names the pod itself.
+    pub hostname: Option<String>,
+    /// The headless Service whose DNS domain the pod joins.
+    pub subdomain: Option<String>,
     pub port_name: &'static str,
     /// `None` where the operator sets it from its replica spec.
     pub restart_policy: Option<String>,
-    /// Whether trainc writes `TF_CONFIG`; an operator may inject its own.
-    pub sets_tf_config: bool,
+    pub program: Program<'a>,
 }
 
 /// Program arguments: the role's own, then hyperparameters, then the
 /// framework's (TF1 cluster flags), so user flags come first as in a
 /// hand-written command.
-pub fn args(job: &Job, role: &Role, index: Index, cluster: &ClusterSpec) -> Vec<String> {
+pub fn args(job: &Job, role: &Role, framework: Vec<String>) -> Vec<String> {
     let mut a = role.args.clone();
     if job.hyperparameter_flags {
         a.extend(
@@ -56,19 +113,13 @@ pub fn args(job: &Job, role: &Role, index: Index, cluster: &ClusterSpec) -> Vec<
                 .map(|(k, v)| format!("--{k}={v}")),
         );
     }
-    a.extend(tensorflow::args(job, role.kind, index, cluster));
+    a.extend(framework);
     a
 }
 
 /// The task's environment by name: hyperparameters, the job's and role's
 /// variables, then the framework's, which nothing overrides.
-fn values(
-    job: &Job,
-    role: &Role,
-    index: Index,
-    cluster: &ClusterSpec,
-    sets_tf_config: bool,
-) -> BTreeMap<String, EnvValue> {
+fn values(job: &Job, role: &Role, framework: Vec<(String, String)>) -> BTreeMap<String, EnvValue> {
     let mut vars: BTreeMap<String, EnvValue> = BTreeMap::new();
     if job.hyperparameter_env {
         for (k, v) in &job.hyperparameters {
@@ -77,23 +128,51 @@ fn values(
     }
     vars.extend(role.env.clone());
     vars.extend(
-        tensorflow::env(job, role.kind, index, cluster, sets_tf_config)
+        framework
             .into_iter()
             .map(|(k, v)| (k, EnvValue::Literal(v))),
     );
     vars
 }
 
-/// The environment of task `index` as the cluster would give it, values
-/// written out where the definition writes them: what `trainc run --local`
-/// starts a process with, once it has looked up the references.
+/// The environment of a task as the cluster would give it, with the
+/// framework's variables, values written out where the definition writes
+/// them: what `trainc run --local` starts a process with, once it has
+/// looked up the references.
 pub fn env_vars(
     job: &Job,
     role: &Role,
-    index: u32,
-    cluster: &ClusterSpec,
+    framework: Vec<(String, String)>,
 ) -> BTreeMap<String, EnvValue> {
-    values(job, role, Index::Fixed(index), cluster, true)
+    values(job, role, framework)
+}
+
+impl Program<'_> {
+    /// The container's command: the role's, or `torchrun` starting it.
+    fn command(&self, role: &Role, index: Index) -> Vec<String> {
+        match self {
+            Program::Tensorflow { .. } => role.command.clone(),
+            Program::Pytorch(launch) => launch.command(&role.command, index),
+        }
+    }
+
+    fn args(&self, job: &Job, role: &Role, index: Index) -> Vec<String> {
+        match self {
+            Program::Tensorflow { cluster, .. } => tensorflow::args(job, role.kind, index, cluster),
+            Program::Pytorch(_) => Vec::new(),
+        }
+    }
+
+    fn env(&self, job: &Job, role: &Role, index: Index) -> Vec<(String, String)> {
+        match self {
+            Program::Tensorflow {
+                cluster,
+                sets_tf_config,
+                ..
+            } => tensorflow::env(job, role.kind, index, cluster, *sets_tf_config),
+            Program::Pytorch(_) => Vec::new(),
+        }
+    }
 }
 
 /// A variable as the container spec writes it: its value, or where the
@@ -174,7 +253,7 @@ fn env_from(role: &Role) -> Option<Vec<EnvFromSource>> {
 /// `$(VAR)` only from variables defined earlier), then the variables read
 /// from elsewhere, then those with a value, each sorted by name, the
 /// scratch home's among them unless the definition sets its own.
-fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
+fn env(job: &Job, p: &Placement) -> Vec<EnvVar> {
     let mut out = Vec::new();
     if let Index::Label(label) = p.index {
         out.push(EnvVar {
@@ -193,7 +272,7 @@ fn env(job: &Job, p: &Placement, cluster: &ClusterSpec) -> Vec<EnvVar> {
         .into_iter()
         .map(|(k, v)| (k, EnvValue::Literal(v)))
         .collect();
-    vars.extend(values(job, p.role, p.index, cluster, p.sets_tf_config));
+    vars.extend(values(job, p.role, p.program.env(job, p.role, p.index)));
     // References before values, so that a value can use one
     // (`postgres://u:$(DB_PASSWORD)@db`); a reference expands nothing itself.
     let (references, literals): (Vec<_>, Vec<_>) = vars
@@ -341,31 +420,29 @@ fn merge_affinity(own: Option<Affinity>, pack: Option<Affinity>) -> Option<Affin
 
 /// The pod template of one task (or, with a label-borne index, of every
 /// task of a role), the job's patches applied (see [`patch`]).
-pub fn task_template(
-    job: &Job,
-    p: &Placement,
-    cluster: &ClusterSpec,
-) -> Result<PodTemplateSpec, patch::Finding> {
+pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch::Finding> {
     let role = p.role;
     let mut mounts = storage::mounts(job, role.kind);
     let mut volumes = storage::pod_volumes(job, role.kind);
     let (scratch_volumes, scratch_mounts) = security::scratch();
     mounts.extend(scratch_mounts);
     volumes.extend(scratch_volumes);
-    mounts.push(VolumeMount {
-        name: CLUSTER_SPEC_VOLUME.to_owned(),
-        mount_path: crate::names::CLUSTER_SPEC_MOUNT.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    });
-    volumes.push(Volume {
-        name: CLUSTER_SPEC_VOLUME.to_owned(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: p.cluster_spec.to_owned(),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
+    if let Program::Tensorflow { config_map, .. } = p.program {
+        mounts.push(VolumeMount {
+            name: CLUSTER_SPEC_VOLUME.to_owned(),
+            mount_path: crate::names::CLUSTER_SPEC_MOUNT.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+        volumes.push(Volume {
+            name: CLUSTER_SPEC_VOLUME.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map.to_owned(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
     if let Some(size) = &job.shm_size {
         mounts.push(VolumeMount {
             name: SHM_VOLUME.to_owned(),
@@ -381,13 +458,14 @@ pub fn task_template(
             ..Volume::default()
         });
     }
+    let command = p.program.command(role, p.index);
     let container = Container {
-        name: CONTAINER.to_owned(),
+        name: container(job).to_owned(),
         image: Some(role.image.clone()),
         image_pull_policy: role.pull_policy(job).map(str::to_owned),
-        command: (!role.command.is_empty()).then(|| role.command.clone()),
-        args: Some(args(job, role, p.index, cluster)).filter(|a| !a.is_empty()),
-        env: Some(env(job, p, cluster)).filter(|e| !e.is_empty()),
+        command: (!command.is_empty()).then_some(command),
+        args: Some(args(job, role, p.program.args(job, role, p.index))).filter(|a| !a.is_empty()),
+        env: Some(env(job, p)).filter(|e| !e.is_empty()),
         env_from: env_from(role),
         ports: Some(vec![ContainerPort {
             name: Some(p.port_name.to_owned()),
@@ -402,9 +480,8 @@ pub fn task_template(
     let rp = &job.run_policy;
     let index = match p.index {
         Index::Fixed(i) => Some(i),
-        Index::Label(_) => None,
+        Index::Label(_) | Index::Env(_) => None,
     };
-    let (hostname, subdomain) = p.hostname.clone().unzip();
     let mut labels = meta::labels(job, meta::task_selector(job, p.run, role.kind, index));
     // Validation keeps the role's keys clear of trainc's.
     labels.extend(role.labels.clone());
@@ -421,8 +498,8 @@ pub fn task_template(
         }),
         spec: Some(PodSpec {
             containers: vec![container],
-            hostname,
-            subdomain,
+            hostname: p.hostname.clone(),
+            subdomain: p.subdomain.clone(),
             restart_policy: p.restart_policy.clone(),
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: role.priority_class(job).map(str::to_owned),

@@ -11,36 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+pub use crate::compile::pod::{INDEX_VAR, Index};
 use crate::model::Job;
 use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
 use crate::validate::rules::Ctx;
-
-/// The variable holding a task's index where the pod template is shared by
-/// every task of a role and the index comes from a pod label at run time.
-pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
-
-/// Where a task's index comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Index {
-    /// One pod template per task: the index is written out.
-    Fixed(u32),
-    /// One pod template per role: the index is the value of this pod label,
-    /// read into [`INDEX_VAR`] through the downward API and expanded by
-    /// Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other variables
-    /// and in arguments.
-    Label(&'static str),
-}
-
-impl Index {
-    /// The index as it appears in `TF_CONFIG` and flags.
-    fn render(self) -> String {
-        match self {
-            Index::Fixed(i) => i.to_string(),
-            Index::Label(_) => format!("$({INDEX_VAR})"),
-        }
-    }
-}
 
 /// Host lists by task type, in the order TensorFlow expects.
 #[derive(Debug, Clone)]
@@ -135,7 +110,7 @@ impl ClusterSpec {
 /// What TensorFlow adds to one task's arguments: the TF1 cluster flags, on
 /// request.
 pub fn args(job: &Job, kind: RoleKind, index: Index, cluster: &ClusterSpec) -> Vec<String> {
-    if job.legacy_flags {
+    if job.framework.tensorflow().is_some_and(|t| t.legacy_flags) {
         cluster.legacy_flags(kind, index)
     } else {
         Vec::new()
@@ -151,7 +126,7 @@ pub fn env(
     cluster: &ClusterSpec,
     target_sets_tf_config: bool,
 ) -> Vec<(String, String)> {
-    if job.tf_config && target_sets_tf_config {
+    if job.framework.tensorflow().is_some_and(|t| t.tf_config) && target_sets_tf_config {
         vec![("TF_CONFIG".to_owned(), cluster.tf_config(kind, index))]
     } else {
         Vec::new()
@@ -165,7 +140,7 @@ pub fn env(
 pub fn layout(strategy: Strategy) -> [(RoleKind, u32, u32); 4] {
     let ps = match strategy {
         Strategy::ParameterServer => (1, u32::MAX),
-        Strategy::MultiWorkerMirrored => (0, 0),
+        Strategy::MultiWorkerMirrored | Strategy::DataParallel => (0, 0),
     };
     [
         (RoleKind::Chief, 0, 1),
@@ -248,7 +223,7 @@ pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
             }
         }
     }
-    if strategy == Strategy::MultiWorkerMirrored && spec.cluster_spec.legacy_flags {
+    if strategy == Strategy::MultiWorkerMirrored && spec.cluster_spec().legacy_flags {
         cx.error(
             "/spec/clusterSpec/legacyFlags",
             "TensorFlow 1 cluster flags (`--ps_hosts`, `--worker_hosts`, …) describe parameter-server training",

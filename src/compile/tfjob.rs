@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
 use crate::compile::patch::Finding;
-use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::pod::{Index, Program};
+use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
@@ -57,18 +58,22 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
             role,
             index: Index::Label(REPLICA_INDEX_LABEL),
             run: &run.name,
-            cluster_spec: &run.cluster_spec,
             hostname: None,
+            subdomain: None,
             port_name: PORT_NAME,
             restart_policy: None,
-            sets_tf_config: false,
+            program: Program::Tensorflow {
+                cluster: &cluster,
+                config_map: &run.cluster_spec,
+                sets_tf_config: false,
+            },
         };
         replicas.insert(
             replica_type(role.kind),
             ReplicaSpec {
                 replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
                 restart_policy: rp.restart_policy.clone(),
-                template: pod::task_template(job, &placement, &cluster)?,
+                template: pod::task_template(job, &placement)?,
             },
         );
     }
@@ -97,7 +102,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
             // worker 0: right for the collective strategy, where worker 0
             // saves. Parameter-server workers without a chief (the TF1
             // layout) are peers: the run is done when every one is.
-            success_policy: (!has_chief && job.strategy == Strategy::ParameterServer)
+            success_policy: (!has_chief && job.framework.strategy() == Strategy::ParameterServer)
                 .then_some("AllWorkers"),
             tf_replica_specs: replicas,
         },
@@ -111,7 +116,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
 /// What this target cannot express, located in the definition.
 pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
     let spec = &def.spec;
-    if !spec.cluster_spec.tf_config {
+    if !spec.cluster_spec().tf_config {
         cx.error(
             "/spec/clusterSpec/tfConfig",
             "the Training Operator always sets `TF_CONFIG` in a TFJob's pods",

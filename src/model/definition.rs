@@ -35,6 +35,25 @@ pub struct Metadata {
 #[serde(rename_all = "kebab-case")]
 pub enum Framework {
     Tensorflow,
+    Pytorch,
+}
+
+impl Framework {
+    /// The framework's name, which is also its preset's.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framework::Tensorflow => "tensorflow",
+            Framework::Pytorch => "pytorch",
+        }
+    }
+
+    /// As the framework is named in messages.
+    pub fn display(self) -> &'static str {
+        match self {
+            Framework::Tensorflow => "TensorFlow",
+            Framework::Pytorch => "PyTorch",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -47,6 +66,10 @@ pub enum Strategy {
     /// variables, kept in step by collective all-reduce; no parameter
     /// servers.
     MultiWorkerMirrored,
+    /// PyTorch's distributed data parallelism, launched by `torchrun`: one
+    /// process per GPU (or one per node), every one holding a copy of the
+    /// model.
+    DataParallel,
 }
 
 impl Strategy {
@@ -54,6 +77,7 @@ impl Strategy {
         match self {
             Strategy::ParameterServer => "parameter-server",
             Strategy::MultiWorkerMirrored => "multi-worker-mirrored",
+            Strategy::DataParallel => "data-parallel",
         }
     }
 }
@@ -67,16 +91,33 @@ pub enum Target {
     Jobset,
     /// One Kubeflow TFJob per run (`kubeflow.org/v1`).
     Tfjob,
+    /// One Kubeflow PyTorchJob per run (`kubeflow.org/v1`).
+    Pytorchjob,
 }
 
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Kubernetes, Target::Jobset, Target::Tfjob];
+    pub const ALL: [Target; 4] = [
+        Target::Kubernetes,
+        Target::Jobset,
+        Target::Tfjob,
+        Target::Pytorchjob,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Target::Kubernetes => "kubernetes",
             Target::Jobset => "jobset",
             Target::Tfjob => "tfjob",
+            Target::Pytorchjob => "pytorchjob",
+        }
+    }
+
+    /// The one framework an operator's target runs; `None`: any.
+    pub fn framework(self) -> Option<Framework> {
+        match self {
+            Target::Kubernetes | Target::Jobset => None,
+            Target::Tfjob => Some(Framework::Tensorflow),
+            Target::Pytorchjob => Some(Framework::Pytorch),
         }
     }
 }
@@ -109,8 +150,10 @@ pub struct Spec {
     #[serde(default)]
     pub hyperparameters: BTreeMap<String, Scalar>,
     pub hyperparameters_as: Option<Vec<HyperparameterStyle>>,
-    #[serde(default)]
-    pub cluster_spec: ClusterSpecOptions,
+    /// TensorFlow's: how tasks learn the cluster.
+    pub cluster_spec: Option<ClusterSpecOptions>,
+    /// PyTorch's: how `torchrun` starts the processes of a node.
+    pub torchrun: Option<Torchrun>,
     pub gpu_resource_name: Option<String>,
     /// Whether roles with GPUs tolerate the GPU taint without saying so.
     pub gpu_toleration: Option<bool>,
@@ -128,6 +171,13 @@ pub struct Spec {
     pub security: Security,
     #[serde(default)]
     pub patches: Vec<Patch>,
+}
+
+impl Spec {
+    /// `clusterSpec`, its defaults filled in.
+    pub fn cluster_spec(&self) -> ClusterSpecOptions {
+        self.cluster_spec.clone().unwrap_or_default()
+    }
 }
 
 /// `spec.patches[]`: the escape hatch. Validation makes sure it holds one
@@ -215,11 +265,13 @@ pub struct EgressRule {
 pub struct Scalar(pub Value);
 
 impl TrainingJob {
+    pub fn framework(&self) -> Framework {
+        self.spec.framework.unwrap_or(Framework::Tensorflow)
+    }
+
     /// The framework's name, which is also its preset's.
     pub fn framework_name(&self) -> &'static str {
-        match self.spec.framework {
-            Some(Framework::Tensorflow) | None => "tensorflow",
-        }
+        self.framework().as_str()
     }
 
     /// Replaces every non-string scalar in a free-form slot (env,
@@ -334,6 +386,14 @@ impl Default for ClusterSpecOptions {
             legacy_flags: false,
         }
     }
+}
+
+/// `spec.torchrun`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Torchrun {
+    /// Processes per node; default: the node's GPUs, else 1.
+    pub nproc_per_node: Option<u32>,
 }
 
 fn yes() -> bool {

@@ -17,10 +17,22 @@ pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 3;
 /// Restart policy of a task's pod: in place on `kubernetes` and `tfjob`;
 /// on `jobset` a failed task fails its Job and the JobSet restarts the run.
-pub fn default_restart_policy(target: Target) -> &'static str {
-    match target {
-        Target::Kubernetes | Target::Tfjob => "OnFailure",
-        Target::Jobset => "Never",
+/// A PyTorch rank never restarts alone: static rendezvous needs every rank
+/// to start again together (see [`crate::compile::pytorch`]).
+pub fn default_restart_policy(framework: def::Framework, target: Target) -> &'static str {
+    match (framework, target) {
+        (def::Framework::Pytorch, _) | (_, Target::Jobset) => "Never",
+        _ => "OnFailure",
+    }
+}
+
+/// How often a run is started again after a failure, unless the definition
+/// says: a PyTorch run is failed as a whole where the target cannot restart
+/// every rank together (`kubernetes`, `pytorchjob`).
+pub fn default_backoff_limit(framework: def::Framework, target: Target) -> i32 {
+    match (framework, target) {
+        (def::Framework::Pytorch, Target::Kubernetes | Target::Pytorchjob) => 0,
+        _ => DEFAULT_BACKOFF_LIMIT,
     }
 }
 pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
@@ -49,7 +61,8 @@ pub struct Job {
     pub target: Target,
     /// `major.minor`, from the definition or the preset's default.
     pub framework_version: String,
-    pub strategy: Strategy,
+    /// What the framework makes of the roles.
+    pub framework: Framework,
     /// Set when the image is built from source; the roles without an image of
     /// their own then get the built image (see [`crate::image`]).
     pub build: Option<BuildInputs>,
@@ -61,8 +74,6 @@ pub struct Job {
     pub hyperparameters: Vec<(String, String)>,
     pub hyperparameter_flags: bool,
     pub hyperparameter_env: bool,
-    pub tf_config: bool,
-    pub legacy_flags: bool,
     pub gpu_resource_name: String,
     /// Roles with at least one replica, in the order chief, ps, worker, evaluator.
     pub roles: Vec<Role>,
@@ -76,6 +87,54 @@ pub struct Job {
     pub network_policy: Option<NetworkPolicy>,
     /// `spec.patches`, in order (see [`crate::compile::patch`]).
     pub patches: Vec<Patch>,
+}
+
+/// The framework of a job and its framework-specific settings: the seam
+/// between the shared pipeline and `compile::tensorflow` /
+/// `compile::pytorch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Framework {
+    Tensorflow(Tensorflow),
+    Pytorch(Pytorch),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensorflow {
+    pub strategy: Strategy,
+    /// Whether trainc writes `TF_CONFIG`.
+    pub tf_config: bool,
+    /// Whether tasks get TensorFlow 1.x cluster flags.
+    pub legacy_flags: bool,
+}
+
+/// Serialize: part of the run identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pytorch {
+    /// Processes `torchrun` starts on each node (the `worker` role's pods).
+    pub nproc_per_node: u32,
+}
+
+impl Framework {
+    pub fn kind(&self) -> def::Framework {
+        match self {
+            Self::Tensorflow(_) => def::Framework::Tensorflow,
+            Self::Pytorch(_) => def::Framework::Pytorch,
+        }
+    }
+
+    pub fn strategy(&self) -> Strategy {
+        match self {
+            Self::Tensorflow(t) => t.strategy,
+            Self::Pytorch(_) => Strategy::DataParallel,
+        }
+    }
+
+    pub fn tensorflow(&self) -> Option<&Tensorflow> {
+        match self {
+            Self::Tensorflow(t) => Some(t),
+            Self::Pytorch(_) => None,
+        }
+    }
 }
 
 /// One of `spec.patches`. Serialize: part of the run identity, since it
@@ -683,19 +742,38 @@ pub fn resolve(
         annotations,
         target,
         framework_version: version.clone(),
-        strategy: spec.strategy.unwrap_or(Strategy::ParameterServer),
+        framework: match def.framework() {
+            def::Framework::Tensorflow => {
+                let cluster = spec.cluster_spec();
+                Framework::Tensorflow(Tensorflow {
+                    strategy: spec.strategy.unwrap_or(Strategy::ParameterServer),
+                    tf_config: cluster.tf_config,
+                    legacy_flags: cluster.legacy_flags,
+                })
+            }
+            def::Framework::Pytorch => Framework::Pytorch(Pytorch {
+                nproc_per_node: spec
+                    .torchrun
+                    .as_ref()
+                    .and_then(|t| t.nproc_per_node)
+                    .or_else(|| roles.iter().map(|r| r.gpu).find(|g| *g > 0))
+                    .unwrap_or(1),
+            }),
+        },
         build,
         image_pull_policy: spec.image_pull_policy.clone(),
         image_pull_secrets: spec.image_pull_secrets.clone(),
         hyperparameters: scalar_map(&spec.hyperparameters).collect(),
         hyperparameter_flags: styles.contains(&HyperparameterStyle::Flags),
         hyperparameter_env: styles.contains(&HyperparameterStyle::Env),
-        tf_config: spec.cluster_spec.tf_config,
-        legacy_flags: spec.cluster_spec.legacy_flags,
         gpu_resource_name,
         roles,
         storage,
-        shm_size: spec.shm_size.as_ref().map(def::Scalar::render),
+        shm_size: spec
+            .shm_size
+            .as_ref()
+            .map(def::Scalar::render)
+            .or_else(|| preset.shm_size.clone()),
         tensorboard: spec.tensorboard.as_ref().filter(|t| t.enabled).map(|t| {
             let r = &t.resources;
             let cpu = r.cpu.as_ref().map(def::Scalar::render);
@@ -734,12 +812,14 @@ pub fn resolve(
             }
         }),
         run_policy: RunPolicy {
-            backoff_limit: rp.backoff_limit.unwrap_or(DEFAULT_BACKOFF_LIMIT),
+            backoff_limit: rp
+                .backoff_limit
+                .unwrap_or_else(|| default_backoff_limit(def.framework(), target)),
             active_deadline_seconds: rp.active_deadline_seconds,
             restart_policy: rp
                 .restart_policy
                 .clone()
-                .unwrap_or_else(|| default_restart_policy(target).to_owned()),
+                .unwrap_or_else(|| default_restart_policy(def.framework(), target).to_owned()),
             ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),

@@ -11,12 +11,13 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::pod;
-use crate::compile::tensorflow::{ClusterSpec, Index};
+use crate::compile::pod::{self, Index};
+use crate::compile::pytorch::{self, Launch, Rank};
+use crate::compile::tensorflow::{self, ClusterSpec};
 use crate::diagnostic::Diagnostic;
 use crate::model::Job;
 use crate::model::definition::Strategy;
-use crate::model::job::{EnvValue, RoleKind};
+use crate::model::job::{EnvValue, Framework, Role, RoleKind};
 use crate::names;
 
 pub use supervise::supervise;
@@ -98,7 +99,7 @@ pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> 
             .find(|r| r.kind == k)
             .map_or(0, |r| r.replicas)
     };
-    if let Some(e) = crate::compile::tensorflow::layout_error(job.strategy, count) {
+    if let Some(e) = tensorflow::layout_error(job.framework.strategy(), count) {
         return Err(Diagnostic::new(format!("--replicas: {e}"))
             .hint("the same rules apply as in the definition"));
     }
@@ -176,6 +177,26 @@ fn map_value(value: &str, map: &[(String, PathBuf)]) -> String {
 
 /// Every task of the job as a local process.
 pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
+    let map = path_map(job, &opts.workdir);
+    for (_, dir) in &map {
+        if !dir.starts_with(&opts.workdir) {
+            continue; // the build context: the user's code, not ours to create
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Diagnostic::new(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    match &job.framework {
+        Framework::Tensorflow(_) => tensorflow_tasks(job, opts, &map),
+        Framework::Pytorch(p) => pytorch_tasks(job, opts, &map, p.nproc_per_node),
+    }
+}
+
+/// TensorFlow: a process per task, each with a server on its own port.
+fn tensorflow_tasks(
+    job: &Job,
+    opts: &Options,
+    map: &[(String, PathBuf)],
+) -> Result<Vec<Task>, Diagnostic> {
     let count: u32 = job
         .roles
         .iter()
@@ -200,14 +221,6 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
             assigned.get(&(kind, i)).copied().unwrap_or(0)
         )
     });
-    let map = path_map(job, &opts.workdir);
-    for (_, dir) in &map {
-        if !dir.starts_with(&opts.workdir) {
-            continue; // the build context: the user's code, not ours to create
-        }
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Diagnostic::new(format!("cannot create {}: {e}", dir.display())))?;
-    }
     let spec_dir = opts.workdir.join("cluster-spec");
     for (name, text) in cluster.files() {
         std::fs::write(spec_dir.join(&name), text).map_err(|e| {
@@ -219,51 +232,128 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
     }
     let mut out = Vec::new();
     for role in &job.roles {
-        let Some((program, command_args)) = role.command.split_first() else {
-            return Err(Diagnostic::new(format!(
-                "the {} role has no command to run locally",
-                role.kind.as_str()
-            ))
-            .hint("set `command` in the definition, or use `build` with an `entrypoint`"));
-        };
-        let program = if matches!(program.as_str(), "python" | "python3") {
-            opts.python.clone()
-        } else {
-            PathBuf::from(map_value(program, &map))
-        };
+        let (program, command_args) = program(role, opts, map)?;
         for i in 0..role.replicas {
-            let mut args: Vec<String> = command_args.iter().map(|a| map_value(a, &map)).collect();
+            let index = Index::Fixed(i);
+            let mut args = command_args.clone();
             args.extend(
-                pod::args(job, role, Index::Fixed(i), &cluster)
+                pod::args(job, role, tensorflow::args(job, role.kind, index, &cluster))
                     .iter()
-                    .map(|a| map_value(a, &map)),
+                    .map(|a| map_value(a, map)),
             );
-            let env = pod::env_vars(job, role, i, &cluster)
-                .into_iter()
-                .filter_map(|(k, v)| {
-                    let v = match v {
-                        EnvValue::Literal(v) if k == "TF_CONFIG" => v,
-                        EnvValue::Literal(v) => map_value(&v, &map),
-                        // What the kubelet would read from a Secret, a
-                        // ConfigMap or the pod, trainc's own environment
-                        // stands in for; unset, the task inherits nothing
-                        // ([`notes`] says so).
-                        EnvValue::From(_) => map_value(&std::env::var(&k).ok()?, &map),
-                    };
-                    Some((k, v))
-                })
-                .collect();
+            let env = tensorflow::env(job, role.kind, index, &cluster, true);
             out.push(Task {
                 name: format!("{}-{i}", role.kind.as_str()),
                 kind: role.kind,
                 decisive: decisive(job, role.kind, i),
                 program: program.clone(),
                 args,
-                env,
+                env: local_env(job, role, env, map),
             });
         }
     }
     Ok(out)
+}
+
+/// PyTorch: what `torchrun` would start on every node, started directly: a
+/// process per rank, with the variables `torchrun` gives it and node 0's
+/// rendezvous on a free local port. (Starting `torchrun` itself would need
+/// one that works: Debian's PyTorch 1.13 has one that fails at start.)
+fn pytorch_tasks(
+    job: &Job,
+    opts: &Options,
+    map: &[(String, PathBuf)],
+    nproc_per_node: u32,
+) -> Result<Vec<Task>, Diagnostic> {
+    let Some(role) = job.roles.iter().find(|r| r.kind == RoleKind::Worker) else {
+        return Ok(Vec::new());
+    };
+    let port = free_ports(1)?
+        .first()
+        .copied()
+        .ok_or_else(|| Diagnostic::new("internal error: too few ports"))?;
+    let launch = Launch {
+        nnodes: role.replicas,
+        nproc_per_node,
+        rendezvous: None,
+    };
+    let (program, command_args) = program(role, opts, map)?;
+    let mut out = Vec::new();
+    for node in 0..role.replicas {
+        for local in 0..nproc_per_node {
+            let mut args = command_args.clone();
+            args.extend(
+                pod::args(job, role, Vec::new())
+                    .iter()
+                    .map(|a| map_value(a, map)),
+            );
+            let env = pytorch::rank_env(&launch, Rank { node, local }, ("127.0.0.1", port));
+            out.push(Task {
+                name: if nproc_per_node == 1 {
+                    format!("{}-{node}", role.kind.as_str())
+                } else {
+                    format!("{}-{node}.{local}", role.kind.as_str())
+                },
+                kind: role.kind,
+                // Every rank takes part in every step: the run is over
+                // when all of them are.
+                decisive: true,
+                program: program.clone(),
+                args,
+                env: local_env(job, role, env, map),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The program a role's tasks run, and its own arguments, paths mapped.
+fn program(
+    role: &Role,
+    opts: &Options,
+    map: &[(String, PathBuf)],
+) -> Result<(PathBuf, Vec<String>), Diagnostic> {
+    let Some((program, command_args)) = role.command.split_first() else {
+        return Err(Diagnostic::new(format!(
+            "the {} role has no command to run locally",
+            role.kind.as_str()
+        ))
+        .hint("set `command` in the definition, or use `build` with an `entrypoint`"));
+    };
+    let program = if matches!(program.as_str(), "python" | "python3") {
+        opts.python.clone()
+    } else {
+        PathBuf::from(map_value(program, map))
+    };
+    Ok((
+        program,
+        command_args.iter().map(|a| map_value(a, map)).collect(),
+    ))
+}
+
+/// A task's environment as the cluster would give it, with the framework's
+/// variables (`TF_CONFIG` is kept as is: its hosts are local already).
+fn local_env(
+    job: &Job,
+    role: &Role,
+    framework: Vec<(String, String)>,
+    map: &[(String, PathBuf)],
+) -> BTreeMap<String, String> {
+    pod::env_vars(job, role, framework)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let v = match v {
+                EnvValue::Literal(v) if k == "TF_CONFIG" => v,
+                EnvValue::Literal(v) => map_value(&v, map),
+                // What the kubelet would read from a Secret, a
+                // ConfigMap or the pod, trainc's own environment
+                // stands in for; unset, the task inherits nothing
+                // ([`notes`] says so).
+                EnvValue::From(_) => map_value(&std::env::var(&k).ok()?, map),
+            };
+            Some((k, v))
+        })
+        .collect()
 }
 
 /// The tasks whose end is the end of training, as the cluster's run policy
@@ -272,7 +362,7 @@ pub fn tasks(job: &Job, opts: &Options) -> Result<Vec<Task>, Diagnostic> {
 /// (the TF1 layout, whose workers are peers) every worker.
 fn decisive(job: &Job, kind: RoleKind, index: u32) -> bool {
     let chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
-    match (chief, kind, job.strategy) {
+    match (chief, kind, job.framework.strategy()) {
         (true, kind, _) => kind == RoleKind::Chief,
         (false, RoleKind::Worker, Strategy::MultiWorkerMirrored) => index == 0,
         (false, kind, _) => kind == RoleKind::Worker,
@@ -330,24 +420,34 @@ pub fn notes(job: &Job, is_set: impl Fn(&str) -> bool) -> Vec<String> {
     out
 }
 
-/// Checks that `python` runs and has TensorFlow, before starting anything.
-pub fn preflight(python: &Path, version: &str) -> Result<(), Diagnostic> {
+/// Checks that `python` runs and has the job's framework, before starting
+/// anything.
+pub fn preflight(python: &Path, job: &Job) -> Result<(), Diagnostic> {
     let shown = python.display();
+    let version = &job.framework_version;
+    let (module, name, install) = match job.framework {
+        Framework::Tensorflow(_) => (
+            "tensorflow",
+            "TensorFlow",
+            format!("tensorflow-cpu=={version}.*"),
+        ),
+        Framework::Pytorch(_) => ("torch", "PyTorch", format!("torch=={version}.*")),
+    };
     let out = Command::new(python)
-        .args(["-c", "import tensorflow as tf; print(tf.__version__)"])
+        .args(["-c", &format!("import {module}; print({module}.__version__)")])
         .env("TF_CPP_MIN_LOG_LEVEL", "3")
         .output()
         .map_err(|e| {
             Diagnostic::new(format!("cannot run the Python interpreter `{shown}`: {e}")).hint(
-                "install Python 3, or pass `--python` with the interpreter of a virtual environment that has TensorFlow",
+                format!("install Python 3, or pass `--python` with the interpreter of a virtual environment that has {name}"),
             )
         })?;
     if !out.status.success() {
         return Err(Diagnostic::new(format!(
-            "TensorFlow is not installed for `{shown}`"
+            "{name} is not installed for `{shown}`"
         ))
         .hint(format!(
-            "install it with `{shown} -m pip install tensorflow-cpu=={version}.*` and the job's requirements, or pass `--python` with another interpreter"
+            "install it with `{shown} -m pip install {install}` and the job's requirements, or pass `--python` with another interpreter"
         )));
     }
     Ok(())

@@ -4,15 +4,14 @@
 use std::collections::BTreeMap;
 
 use crate::compile;
-use crate::compile::tensorflow::INDEX_VAR;
+use crate::compile::pod::INDEX_VAR;
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
-use crate::model::definition::HyperparameterStyle;
-use crate::model::definition::Target;
 use crate::model::definition::{
     EnvFrom, EnvSource, EnvValue, Projection, Scalar, Selector, Toleration, TrainingJob, Volume,
     VolumeKind,
 };
+use crate::model::definition::{Framework, HyperparameterStyle, Target};
 use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
 use crate::names;
@@ -85,7 +84,11 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
         out: Vec::new(),
     };
     super::image::check(&mut cx, def, vcx);
-    compile::tensorflow::check(&mut cx, def);
+    match def.framework() {
+        Framework::Tensorflow => compile::tensorflow::check(&mut cx, def),
+        Framework::Pytorch => compile::pytorch::check(&mut cx, def, defaults),
+    }
+    target_framework(&mut cx, def, defaults);
     scheduling(&mut cx, def);
     quantities(&mut cx, def);
     storage(&mut cx, def);
@@ -99,11 +102,45 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     pod_settings(&mut cx, def);
     generated_names(&mut cx, def, defaults);
     match target_of(def, defaults) {
-        Target::Kubernetes => {}
+        Target::Kubernetes | Target::Pytorchjob => {}
         Target::Jobset => compile::jobset::check(&mut cx, def),
         Target::Tfjob => compile::tfjob::check(&mut cx, def),
     }
     cx.out
+}
+
+/// An operator's target runs its own framework only.
+fn target_framework(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+    let target = target_of(def, defaults);
+    let framework = def.framework();
+    let Some(runs) = target.framework().filter(|f| *f != framework) else {
+        return;
+    };
+    let other = match framework {
+        Framework::Tensorflow => Target::Tfjob,
+        Framework::Pytorch => Target::Pytorchjob,
+    };
+    let message = format!(
+        "the `{}` target runs {} jobs, and this is a {} job",
+        target.as_str(),
+        runs.display(),
+        framework.display()
+    );
+    let hint = format!("use `target: {}`, `jobset` or `kubernetes`", other.as_str());
+    if def.spec.target.is_some() {
+        cx.error("/spec/target", message, hint);
+    } else {
+        let at = if def.spec.framework.is_some() {
+            "/spec/framework"
+        } else {
+            "/spec"
+        };
+        cx.error_at_key(
+            at,
+            format!("{message} (the target is the project's `defaults.target`)"),
+            format!("set `spec.target` in this definition: {hint}"),
+        );
+    }
 }
 
 fn replicas(def: &TrainingJob, kind: RoleKind) -> u32 {
@@ -665,7 +702,8 @@ fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
         }
     }
     // On `tfjob` the operator writes `TF_CONFIG`: its own rule says so.
-    if spec.cluster_spec.tf_config && target != Target::Tfjob {
+    let tensorflow = def.framework() == Framework::Tensorflow;
+    if tensorflow && spec.cluster_spec().tf_config && target != Target::Tfjob {
         for (at, env) in scopes {
             if env.contains_key("TF_CONFIG") {
                 cx.error_at_key(
@@ -692,7 +730,7 @@ fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
             }
         }
     }
-    if as_flags && spec.cluster_spec.legacy_flags {
+    if tensorflow && as_flags && spec.cluster_spec().legacy_flags {
         for name in LEGACY_FLAGS {
             if spec.hyperparameters.contains_key(name) {
                 cx.error_at_key(
@@ -1056,10 +1094,12 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
             limit,
         });
     };
+    let framework = def.framework();
     let by_target = match target_of(def, defaults) {
-        Target::Kubernetes => compile::kubernetes::generated(&run, &roles),
-        Target::Jobset => compile::jobset::generated(&run, &roles),
+        Target::Kubernetes => compile::kubernetes::generated(framework, &run, &roles),
+        Target::Jobset => compile::jobset::generated(framework, &run, &roles),
         Target::Tfjob => compile::tfjob::generated(&run, &roles),
+        Target::Pytorchjob => compile::pytorchjob::generated(&run, &roles),
     };
     for (kind, name, limit) in by_target {
         add(kind, true, name, limit);
@@ -1073,12 +1113,14 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
             names::LABEL_MAX,
         );
     }
-    add(
-        "ConfigMap",
-        true,
-        names::cluster_spec(&run),
-        names::SUBDOMAIN_MAX,
-    );
+    if framework == Framework::Tensorflow {
+        add(
+            "ConfigMap",
+            true,
+            names::cluster_spec(&run),
+            names::SUBDOMAIN_MAX,
+        );
+    }
     for v in &def.spec.storage {
         if v.kind().writes_claim() {
             add(

@@ -212,11 +212,51 @@ impl Schema {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("expected one of {}", list(opts.iter().copied())),
                 };
+                // The strategies are per framework (the schema's `if`).
+                let hint = if pointer == "/spec/strategy" {
+                    let framework = doc.value["spec"]["framework"]
+                        .as_str()
+                        .unwrap_or("tensorflow");
+                    format!("{hint} for a `{framework}` job")
+                } else {
+                    hint
+                };
                 vec![
                     diag(format!("{} is not a supported value", short(instance)))
                         .at(doc.locate(&pointer))
                         .hint(hint),
                 ]
+            }
+            ValidationErrorKind::Not { .. } => {
+                // `tensorflowOnly` / `pytorchOnly`: a field of the other
+                // framework.
+                let holder = subschema.and_then(|h| match h.as_str() {
+                    Some(r) => r.strip_prefix('#').and_then(|r| self.json.pointer(r)),
+                    None => Some(h),
+                });
+                let Some(owner) = holder
+                    .and_then(|h| h.get("x-framework"))
+                    .and_then(Value::as_str)
+                else {
+                    return vec![diag(e.to_string()).at(doc.locate(&pointer))];
+                };
+                let key = pointer.rsplit('/').next().unwrap_or_default();
+                let role = pointer.starts_with("/spec/roles/");
+                let (message, hint) = match owner {
+                    "tensorflow" if role => (
+                        format!("`{key}` is a TensorFlow role: a PyTorch job's nodes are its `worker` tasks"),
+                        "remove it; `torchrun` starts `torchrun.nprocPerNode` processes on every worker node".to_owned(),
+                    ),
+                    "tensorflow" => (
+                        format!("`{key}` is TensorFlow's: a PyTorch job's processes learn the cluster from `torchrun`"),
+                        "remove it".to_owned(),
+                    ),
+                    _ => (
+                        format!("`{key}` is PyTorch's, and this is a TensorFlow job"),
+                        "set `framework: pytorch`, or remove it".to_owned(),
+                    ),
+                };
+                vec![diag(message).at(doc.locate_key(&pointer)).hint(hint)]
             }
             ValidationErrorKind::Constant { expected_value } => vec![
                 diag(format!(

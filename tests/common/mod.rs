@@ -165,7 +165,8 @@ pub enum Variant {
     Output(&'static str, &'static str),
 }
 
-/// The builds whose output holds custom resources (JobSets, TFJobs); checked
+/// The builds whose output holds custom resources (JobSets, TFJobs,
+/// PyTorchJobs); checked
 /// by tests/crd.rs against the CRDs and by tests/external.rs with kubectl and
 /// kubernetes-validate.
 pub const CRD_BUILDS: &[(&str, Variant)] = &[
@@ -193,6 +194,10 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("variants", Variant::Output("deploy-staging", "tfjob")),
     ("patches", Variant::Target("jobset")),
     ("patches", Variant::Target("tfjob")),
+    ("pytorch", Variant::Project("trainc.jobset.yaml")),
+    ("pytorch", Variant::Target("pytorchjob")),
+    ("pytorch-gpu", Variant::Target("jobset")),
+    ("pytorch-gpu", Variant::Target("pytorchjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -293,6 +298,8 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
         "resources",
         "variants",
         "patches",
+        "pytorch",
+        "pytorch-gpu",
     ] {
         let (dir, _) = build_example(example);
         let deploy = output_of(dir.path());

@@ -18,12 +18,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
-use super::pod::{CLUSTER_SPEC_VOLUME, CONTAINER};
-use super::tensorflow::INDEX_VAR;
-use super::{Object, Run, jobset, kubernetes, meta, tfjob};
+use super::pod::{CLUSTER_SPEC_VOLUME, INDEX_VAR};
+use super::{Object, Run, meta};
 use crate::load::pointer_segment;
 use crate::model::Job;
-use crate::model::definition::Target;
 use crate::model::job::{Change, RoleKind};
 use crate::validate::schema::{Kube, ListMerge};
 
@@ -354,11 +352,12 @@ fn locate_op(path: &[Segment], ops: &[Value]) -> String {
     format!("/{i}{member}")
 }
 
-fn tensorflow(template: &Value) -> Option<&Value> {
+/// The program's container (see [`super::pod::container`]).
+fn program<'a>(template: &'a Value, container: &str) -> Option<&'a Value> {
     template["spec"]["containers"]
         .as_array()?
         .iter()
-        .find(|c| c["name"] == CONTAINER)
+        .find(|c| c["name"] == container)
 }
 
 fn named<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
@@ -372,11 +371,12 @@ fn named<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
 /// a task's DNS name; the restart policy that makes the run policy.
 /// `(message, hint)` of the first broken.
 fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (String, String)> {
-    let Some(tf) = tensorflow(patched) else {
+    let container = super::pod::container(job);
+    let Some(tf) = program(patched, container) else {
         return Err((
-            format!("this patch removes the `{CONTAINER}` container, which runs the program"),
+            format!("this patch removes the `{container}` container, which runs the program"),
             format!(
-                "keep it: change it by its name, `{CONTAINER}`, and add other containers beside it"
+                "keep it: change it by its name, `{container}`, and add other containers beside it"
             ),
         ));
     };
@@ -426,9 +426,15 @@ fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (Strin
             ));
         }
     }
-    let Some(tf_before) = tensorflow(original) else {
+    let Some(tf_before) = program(original, container) else {
         return Ok(());
     };
+    if job.framework.tensorflow().is_none() && tf_before["command"] != tf["command"] {
+        return Err((
+            format!("this patch changes the command of the `{container}` container: `torchrun` with the run's rendezvous"),
+            "set the program in the definition (`command`, or `build.entrypoint`); trainc starts `torchrun` with it".into(),
+        ));
+    }
     for port in tf_before["ports"].as_array().into_iter().flatten() {
         let kept = tf["ports"]
             .as_array()
@@ -436,7 +442,7 @@ fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (Strin
         if !kept {
             return Err((
                 format!(
-                    "this patch changes the port `{}` of the `{CONTAINER}` container, which the cluster spec names",
+                    "this patch changes the port `{}` of the `{container}` container, which the cluster spec names",
                     port["name"].as_str().unwrap_or_default()
                 ),
                 "set the role's `port` instead".into(),
@@ -451,12 +457,12 @@ fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (Strin
                 "it holds the task's index, which the cluster spec refers to"
             };
             return Err((
-                format!("this patch changes the variable `{var}` of the `{CONTAINER}` container"),
+                format!("this patch changes the variable `{var}` of the `{container}` container"),
                 hint.into(),
             ));
         }
     }
-    if job.legacy_flags {
+    if job.framework.tensorflow().is_some_and(|t| t.legacy_flags) {
         let args = |c: &Value| -> Vec<Value> {
             c["args"]
                 .as_array()
@@ -473,7 +479,7 @@ fn invariants(job: &Job, original: &Value, patched: &Value) -> Result<(), (Strin
         };
         if args(tf_before) != args(tf) {
             return Err((
-                format!("this patch changes the cluster flags trainc passes to the `{CONTAINER}` container (`spec.clusterSpec.legacyFlags`)"),
+                format!("this patch changes the cluster flags trainc passes to the `{container}` container (`spec.clusterSpec.legacyFlags`)"),
                 "a strategic patch replaces `args` as a whole: set the arguments in the definition (`spec.args`, or the role's `args`), or insert them with a JSON patch".into(),
             ));
         }
@@ -599,11 +605,7 @@ pub fn check(job: &Job) -> Vec<Finding> {
         cluster_spec: crate::names::cluster_spec(&name),
         name,
     };
-    let manifests = match job.target {
-        Target::Kubernetes => kubernetes::compile(&run),
-        Target::Jobset => jobset::compile(&run),
-        Target::Tfjob => tfjob::compile(&run),
-    };
+    let manifests = super::target(&run);
     let manifests = match manifests {
         Ok(m) => m,
         Err(e) => return internal(e.to_string()),
@@ -676,6 +678,12 @@ fn templates(object: &Object) -> Vec<&PodTemplateSpec> {
         Object::TfJob(t) => t
             .spec
             .tf_replica_specs
+            .values()
+            .map(|r| &r.template)
+            .collect(),
+        Object::PyTorchJob(p) => p
+            .spec
+            .pytorch_replica_specs
             .values()
             .map(|r| &r.template)
             .collect(),
