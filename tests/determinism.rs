@@ -82,4 +82,9 @@ fn repeated_builds_give_identical_bytes() {
         let (_b, second) = common::build_example_for("kitchen-sink", target);
         assert_eq!(first, second, "{target}");
     }
+    for target in ["kubernetes", "jobset", "pytorchjob"] {
+        let (_a, first) = common::build_example_for("pytorch-gpu", target);
+        let (_b, second) = common::build_example_for("pytorch-gpu", target);
+        assert_eq!(first, second, "{target}");
+    }
 }

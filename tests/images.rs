@@ -185,19 +185,22 @@ fn hadolint_accepts_the_dockerfiles() {
     let Some(hadolint) = common::tool("TRAINC_HADOLINT", "hadolint") else {
         return;
     };
-    let (dir, _) = common::build_example("mnist");
-    for file in ["Dockerfile", "tensorboard.Dockerfile"] {
-        let o = std::process::Command::new(&hadolint)
-            .args(["--failure-threshold", "style"])
-            .arg(dir.path().join("build/ml/mnist").join(file))
-            .output()
-            .expect("hadolint runs");
-        assert!(
-            o.status.success() && o.stdout.is_empty(),
-            "{file}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+    // Each framework's preset: TensorFlow's and PyTorch's base images.
+    for (example, job) in [("mnist", "mnist"), ("pytorch", "digits")] {
+        let (dir, _) = common::build_example(example);
+        for file in ["Dockerfile", "tensorboard.Dockerfile"] {
+            let o = std::process::Command::new(&hadolint)
+                .args(["--failure-threshold", "style"])
+                .arg(dir.path().join("build/ml").join(job).join(file))
+                .output()
+                .expect("hadolint runs");
+            assert!(
+                o.status.success() && o.stdout.is_empty(),
+                "{file}: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
     }
 }
 

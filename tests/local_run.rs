@@ -143,6 +143,70 @@ fn the_collective_strategy_trains_locally_with_workers_only() {
     );
 }
 
+/// PyTorch DDP with `gloo` on CPUs: two nodes of one process each, as
+/// `torchrun` would start them, from Debian's PyTorch that `tests/run.sh`
+/// unpacks (`TRAINC_TORCH_PYTHON`). Every rank finishes, the copies of the
+/// model agree, and the model learns the generated digits.
+#[test]
+fn pytorch_ddp_trains_locally_on_two_nodes() {
+    let Some(python) = common::tool("TRAINC_TORCH_PYTHON", "python-with-torch") else {
+        return;
+    };
+    let dir = scratch_example("pytorch");
+    let work = dir.path().join("run");
+    let out = train(
+        dir.path(),
+        "jobs/digits.yaml",
+        &["--set", "epochs=8"],
+        &python,
+        &["worker-0", "worker-1"],
+    );
+    assert!(out.starts_with("running ml/digits locally: "), "{out}");
+    let accuracy = |rank: u32| -> f64 {
+        let prefix = format!("[worker-{rank}] rank {rank} of 2 finished: test accuracy ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("rank {rank} did not finish:\n{out}"))
+    };
+    // DDP averaged the gradients: both copies are the same model.
+    assert_eq!(accuracy(0), accuracy(1), "{out}");
+    assert!(accuracy(0) >= 0.9, "{out}");
+    let metrics = std::fs::read_to_string(work.join("volumes/data/model/metrics.json"))
+        .expect("metrics.json on the local volume");
+    assert!(metrics.contains("\"world_size\": 2"), "{metrics}");
+    assert!(
+        processes_mentioning(&work.display().to_string()).is_empty(),
+        "ranks left running"
+    );
+}
+
+/// Without PyTorch, a PyTorch job stops before anything starts.
+#[test]
+fn a_python_without_torch_is_a_clear_error() {
+    let Some(python) = common::tool("TRAINC_TEST_PYTHON", "python-with-tensorflow") else {
+        return;
+    };
+    let dir = scratch_example("pytorch");
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/digits.yaml", "--python"])
+        .arg(&python)
+        .output()
+        .expect("trainc runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("PyTorch is not installed for"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("pip install torch==2.5.*"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn a_python_without_tensorflow_is_a_clear_error() {
     let dir = scratch_example("mnist");

