@@ -147,7 +147,8 @@ pub enum Command {
         #[arg(long, default_value = "default")]
         namespace: String,
         /// The project's default target: `kubernetes` (plain Jobs), `jobset`
-        /// (the JobSet controller) or `tfjob` (the Kubeflow Training Operator).
+        /// (the JobSet controller) or `tfjob` (the Kubeflow Training Operator);
+        /// the starter is a TensorFlow job, which `pytorchjob` does not run.
         #[arg(long, default_value = "kubernetes", value_parser = parse_target)]
         target: Target,
         /// Overwrite existing files.

@@ -100,7 +100,7 @@ impl RunSide {
             None => return,
         };
         self.names.insert(run.to_owned());
-        if matches!(kind, "Job" | "JobSet" | "TFJob") {
+        if matches!(kind, "Job" | "JobSet" | "TFJob" | "PyTorchJob") {
             self.kind = Some(kind.to_owned());
             self.format = Some(
                 meta["annotations"][FORMAT_ANNOTATION]

@@ -75,9 +75,20 @@ const BASES: &[Base] = &[
         definitions: &["jobs/bert.yaml"],
         projects: &["trainc.yaml"],
     },
+    // PyTorch: the other framework's rules, its targets, torchrun.
+    Base {
+        dir: "examples/pytorch",
+        definitions: &["jobs/digits.yaml"],
+        projects: &["trainc.yaml", "trainc.pytorchjob.yaml"],
+    },
+    Base {
+        dir: "tests/fixtures/pytorch-gpu",
+        definitions: &["jobs/llm.yaml"],
+        projects: &["trainc.yaml"],
+    },
 ];
 
-const TARGETS: &[&str] = &["kubernetes", "jobset", "tfjob"];
+const TARGETS: &[&str] = &["kubernetes", "jobset", "tfjob", "pytorchjob"];
 
 /// File names worth a definition: YAML 1.1 line breaks, bidirectional
 /// overrides, spaces, leading dashes, long names, other extensions.
@@ -535,6 +546,7 @@ recorded! {
     template_string_of_10_gb_runs_out_of_fuel,
     template_join_of_10_gb_runs_out_of_fuel,
     template_header_line_longer_than_the_sniff,
+    output_directory_name_too_long,
 }
 
 #[test]

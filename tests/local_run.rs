@@ -201,7 +201,7 @@ fn a_python_without_torch_is_a_clear_error() {
         stderr(&o)
     );
     assert!(
-        stderr(&o).contains("pip install torch==2.5.*"),
+        stderr(&o).contains("pip install torch==2.9.*"),
         "{}",
         stderr(&o)
     );

@@ -23,11 +23,10 @@ use crate::compile::crd::{
 use crate::compile::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::patch::Finding;
 use crate::compile::pod::{Index, Program};
-use crate::compile::pytorch::Launch;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::{Framework as FrameworkKind, TrainingJob};
-use crate::model::job::{Framework, Pytorch, RoleKind};
+use crate::model::job::{Framework, RoleKind};
 use crate::names;
 use crate::validate::rules::Ctx;
 
@@ -41,7 +40,7 @@ const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     match &run.job.framework {
         Framework::Tensorflow(_) => tensorflow(run),
-        Framework::Pytorch(p) => pytorch(run, p),
+        Framework::Pytorch(_) => pytorch(run),
     }
 }
 
@@ -118,23 +117,12 @@ fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
 }
 
 /// A PyTorch run: one replicated Job whose one Indexed Job runs every node.
-fn pytorch(run: &Run, p: &Pytorch) -> Result<Vec<Manifest>, Finding> {
+fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
-    // Validation makes sure the job has workers, its nodes.
-    let Some(role) = job.roles.iter().find(|r| r.kind == RoleKind::Worker) else {
+    let Some((role, launch)) = crate::compile::pytorch::nodes(run, names::jobset_indexed_pod)
+    else {
         return Ok(Vec::new());
-    };
-    let master = format!(
-        "{}.{}.{}.svc",
-        names::jobset_indexed_pod(&run.name, role.kind.as_str(), 0),
-        run.name,
-        job.namespace
-    );
-    let launch = Launch {
-        nnodes: role.replicas,
-        nproc_per_node: p.nproc_per_node,
-        rendezvous: Some((master, role.port)),
     };
     let placement = pod::Placement {
         role,

@@ -24,11 +24,10 @@ use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
 use crate::compile::patch::Finding;
 use crate::compile::pod::{Index, Program};
-use crate::compile::pytorch::Launch;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::Framework as FrameworkKind;
-use crate::model::job::{Framework, Pytorch, Role, RoleKind};
+use crate::model::job::{Framework, Role, RoleKind};
 use crate::names;
 
 /// Output-format version of this target: bump it whenever a release renders
@@ -43,7 +42,7 @@ pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-ind
 pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     match &run.job.framework {
         Framework::Tensorflow(_) => tensorflow(run),
-        Framework::Pytorch(p) => pytorch(run, p),
+        Framework::Pytorch(_) => pytorch(run),
     }
 }
 
@@ -144,26 +143,14 @@ fn task_job(
 }
 
 /// A PyTorch run: the Service and one Indexed Job of every node.
-fn pytorch(run: &Run, p: &Pytorch) -> Result<Vec<Manifest>, Finding> {
+fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     let mut out = vec![service(run)];
-    // Validation makes sure the job has workers, its nodes.
-    let Some(role) = job.roles.iter().find(|r| r.kind == RoleKind::Worker) else {
+    let Some((role, launch)) = crate::compile::pytorch::nodes(run, names::task) else {
         return Ok(out);
     };
     let name = names::role_job(&run.name, role.kind.as_str());
-    let master = format!(
-        "{}.{}.{}.svc",
-        names::task(&run.name, role.kind.as_str(), 0),
-        run.name,
-        job.namespace
-    );
-    let launch = Launch {
-        nnodes: role.replicas,
-        nproc_per_node: p.nproc_per_node,
-        rendezvous: Some((master, role.port)),
-    };
     let placement = pod::Placement {
         role,
         index: Index::Label(COMPLETION_INDEX_LABEL),

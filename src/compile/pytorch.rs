@@ -11,9 +11,10 @@
 //! for peers that are gone, so a run restarts every node together (JobSet)
 //! or fails as a whole (plain Jobs, PyTorchJob), never one node at a time.
 
+use crate::compile::Run;
 use crate::compile::pod::Index;
 use crate::model::definition::{Target, TrainingJob};
-use crate::model::job::{RoleKind, target_of};
+use crate::model::job::{Framework, Role, RoleKind, target_of};
 use crate::model::project::Defaults;
 use crate::validate::rules::{Ctx, env_scopes};
 
@@ -43,6 +44,10 @@ pub const RESERVED_ENV: [&str; 14] = [
     "TORCHELASTIC_RUN_ID",
 ];
 
+/// Set to 1 by `torchrun` when it starts several processes per node and
+/// the environment does not set it.
+pub const OMP_THREADS: &str = "OMP_NUM_THREADS";
+
 /// How `torchrun` is started on each node of a run.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -71,6 +76,30 @@ impl Launch {
         c.extend(script(program));
         c
     }
+}
+
+/// A run's nodes (the `worker` role) and `torchrun`'s launch, with static
+/// rendezvous at node 0, whose pod `host(run, role, 0)` names under the
+/// run's headless Service. `None` for jobs of other frameworks, or without
+/// workers (which validation refuses).
+pub fn nodes<'a>(run: &Run<'a>, host: fn(&str, &str, u32) -> String) -> Option<(&'a Role, Launch)> {
+    let job = run.job;
+    let Framework::Pytorch(p) = &job.framework else {
+        return None;
+    };
+    let role = job.roles.iter().find(|r| r.kind == RoleKind::Worker)?;
+    let master = format!(
+        "{}.{}.{}.svc",
+        host(&run.name, role.kind.as_str(), 0),
+        run.name,
+        job.namespace
+    );
+    let launch = Launch {
+        nnodes: role.replicas,
+        nproc_per_node: p.nproc_per_node,
+        rendezvous: Some((master, role.port)),
+    };
+    Some((role, launch))
 }
 
 /// `torchrun`'s positional part for a program's command.

@@ -265,8 +265,12 @@ fn resources_at(root: &Path, pointer: &str, list: &[String]) -> Vec<Resource> {
         .collect()
 }
 
+/// The longest file name Linux and macOS file systems take, in bytes.
+const NAME_MAX: usize = 255;
+
 /// Refuses, located at the later of the two, directories of the project
-/// file that contain one another: each is pruned on its own.
+/// file that contain one another: each is pruned on its own; and names
+/// too long to create.
 fn apart(doc: &Document, output: &Path, build: &Path, variants: &[Variant]) -> Vec<Diagnostic> {
     let mut dirs: Vec<(&Path, String)> = Vec::new();
     for v in variants {
@@ -277,6 +281,31 @@ fn apart(doc: &Document, output: &Path, build: &Path, variants: &[Variant]) -> V
     }
     let dotted = |p: &str| format!("`{}`", doc.dotted(p));
     let mut found = Vec::new();
+    // A name no file system takes would fail the build halfway, after
+    // other directories were written: refused before anything is.
+    for (dir, at) in [
+        (output, "/output".to_owned()),
+        (build, "/buildOutput".to_owned()),
+    ]
+    .into_iter()
+    .chain(dirs.iter().cloned())
+    {
+        if let Some(long) = dir
+            .components()
+            .map(|c| c.as_os_str().len())
+            .find(|n| *n > NAME_MAX)
+        {
+            found.push(
+                Diagnostic::new(format!(
+                    "{} names a directory of {long} bytes, over the {NAME_MAX}-byte limit of file systems",
+                    dotted(&at)
+                ))
+                .path(doc.dotted(&at))
+                .at(doc.locate(&at))
+                .hint("use a shorter directory name"),
+            );
+        }
+    }
     for (i, (dir, at)) in dirs.iter().enumerate() {
         let earlier = [
             (output, "/output".to_owned()),

@@ -287,7 +287,15 @@ fn pytorch_tasks(
                     .iter()
                     .map(|a| map_value(a, map)),
             );
-            let env = pytorch::rank_env(&launch, Rank { node, local }, ("127.0.0.1", port));
+            let mut env = pytorch::rank_env(&launch, Rank { node, local }, ("127.0.0.1", port));
+            // As `torchrun` does, so that P processes of a node do not each
+            // start a thread per core.
+            if nproc_per_node > 1
+                && !role.env.contains_key(pytorch::OMP_THREADS)
+                && std::env::var_os(pytorch::OMP_THREADS).is_none()
+            {
+                env.push((pytorch::OMP_THREADS.to_owned(), "1".to_owned()));
+            }
             out.push(Task {
                 name: if nproc_per_node == 1 {
                     format!("{}-{node}", role.kind.as_str())
