@@ -11,8 +11,9 @@
 //!   variables, in kustomize-controller's order (`fluxcd/pkg`,
 //!   `runtime/cel/status_evaluator.go`).
 //!
-//! Each file in tests/fixtures/health/ is a whole JobSet or TFJob as the
-//! API server returns it, with the expected results in its annotations:
+//! Each file in tests/fixtures/health/ is a whole JobSet, PyTorchJob or
+//! TFJob as the API server returns it, with the expected results in its
+//! annotations:
 //! `test.trainc.dev/argocd` (and `-message`) and `test.trainc.dev/flux`.
 
 mod common;
@@ -33,10 +34,12 @@ const FLUX_FILE: &str = "docs/gitops/flux-health-checks.yaml";
 const FIXTURES: &str = "tests/fixtures/health";
 const ARGOCD_KEY_PREFIX: &str = "resource.customizations.health.";
 
-/// The kinds trainc's `jobset` and `tfjob` targets write, as
-/// (apiVersion, kind).
-const KINDS: [(&str, &str); 2] = [
+/// The custom kinds trainc's `jobset`, `pytorchjob` and `tfjob` targets
+/// write, as (apiVersion, kind): the order of Flux's entries, and of Argo
+/// CD's keys once sorted.
+const KINDS: [(&str, &str); 3] = [
     ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("kubeflow.org/v1", "PyTorchJob"),
     ("kubeflow.org/v1", "TFJob"),
 ];
 
@@ -117,7 +120,7 @@ fn fixtures() -> Vec<Fixture> {
 /// Every kind has a fixture for every state, named for its kind, and holds
 /// an object of that kind.
 #[test]
-fn the_fixtures_cover_every_state_of_both_kinds() {
+fn the_fixtures_cover_every_state_of_every_kind() {
     let fixtures = fixtures();
     for (api_version, kind) in KINDS {
         let prefix = kind.to_lowercase();
@@ -392,6 +395,7 @@ fn argo_cd_scripts_never_fail_on_odd_objects() {
         json!({"conditions": [{"type": "RestartingJobSet", "status": "True"}], "restarts": "2"}),
         json!({"conditions": [{"type": "Restarting", "status": "True"}], "replicaStatuses": {"PS": null}}),
         json!({"conditions": [{"type": "Running", "status": "True"}], "replicaStatuses": {"PS": {"active": "1"}}}),
+        json!({"conditions": [{"type": "Succeeded", "status": "True", "message": ""}], "replicaStatuses": {"Master": {"succeeded": 1}, "Worker": "x"}}),
         json!({"restarts": 2, "restartsCountTowardsMax": null, "replicatedJobsStatus": [null, {"ready": "1"}, 3]}),
         json!({"replicatedJobsStatus": {"name": "chief"}, "replicaStatuses": []}),
         json!({"terminalState": 1}),
@@ -400,9 +404,9 @@ fn argo_cd_scripts_never_fail_on_odd_objects() {
         json!(null),
         json!("text"),
         json!({}),
-        json!({"suspend": "yes", "runPolicy": "x", "replicatedJobs": "x", "tfReplicaSpecs": [1]}),
-        json!({"failurePolicy": "x", "replicatedJobs": [null, {"replicas": "2"}, 3]}),
-        json!({"failurePolicy": {"maxRestarts": null}, "tfReplicaSpecs": {"PS": null, "Worker": {"replicas": null}}}),
+        json!({"suspend": "yes", "runPolicy": "x", "replicatedJobs": "x", "tfReplicaSpecs": [1], "pytorchReplicaSpecs": "x"}),
+        json!({"failurePolicy": "x", "replicatedJobs": [null, {"replicas": "2"}, 3], "pytorchReplicaSpecs": [null, 1]}),
+        json!({"failurePolicy": {"maxRestarts": null}, "tfReplicaSpecs": {"PS": null, "Worker": {"replicas": null}}, "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": "2"}}}),
         json!({"suspend": true, "runPolicy": {"suspend": true}}),
     ];
     let odd_metadata = [
@@ -712,6 +716,42 @@ fn both_tools_check_the_kinds_trainc_writes() {
         .map(|c| (c.api_version.as_str(), c.kind.as_str()))
         .collect();
     assert_eq!(got, KINDS);
+}
+
+/// What each target writes, as applied: its custom object is of the kind
+/// and API version both files check, and before the controller's first
+/// status write it is Progressing in Argo CD (a script error would be
+/// Unknown) and Unknown in Flux (no `status` to read yet).
+#[test]
+fn trainc_output_gets_a_health_from_both_tools() {
+    let scripts = argocd_scripts();
+    let checks = flux_checks();
+    let builds = [
+        ("mnist", common::Variant::Project("trainc.jobset.yaml")),
+        ("pytorch", common::Variant::Target("pytorchjob")),
+        ("mnist", common::Variant::Target("tfjob")),
+    ];
+    for ((example, variant), (api_version, kind)) in builds.into_iter().zip(KINDS) {
+        let (_dir, deploy) = common::build_variant(example, variant);
+        let objects: Vec<Value> = walkdir::WalkDir::new(&deploy)
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.expect("walk").into_path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .flat_map(|p| crd::yaml_documents(&p))
+            .filter(|d| d["kind"] == kind)
+            .collect();
+        assert!(!objects.is_empty(), "{example} {variant:?}: no {kind}");
+        for obj in objects {
+            assert_eq!(obj["apiVersion"], api_version, "{example} {variant:?}");
+            let script = argocd_script_for(&scripts, (api_version, kind));
+            let h = argo_health(kind, &script, &obj)
+                .unwrap_or_else(|e| panic!("{example} {variant:?}: {e}"));
+            assert_eq!(h.status, "Progressing", "{example} {variant:?}: {h:?}");
+            let (status, _) = flux_status(flux_check_for(&checks, (api_version, kind)), &obj);
+            assert_eq!(status, Flux::Unknown, "{example} {variant:?}");
+        }
+    }
 }
 
 /// The pitfalls docs/gitops.md describes, shown on this interpreter: they
