@@ -75,33 +75,25 @@ fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
                     sets_tf_config: true,
                 },
             };
-            Ok(ReplicatedJob {
-                name: role.kind.as_str().to_owned(),
-                replicas: i32::try_from(role.replicas).unwrap_or(i32::MAX),
-                template: JobTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(meta::labels(
-                            job,
-                            meta::task_selector(job, &run.name, role.kind, None),
-                        )),
-                        ..ObjectMeta::default()
-                    }),
-                    spec: Some(JobSpec {
-                        // A failed pod fails its Job at once, and the JobSet
-                        // restarts the whole run: a task never restarts alone.
-                        backoff_limit: Some(0),
-                        completions: Some(1),
-                        parallelism: Some(1),
-                        completion_mode: Some("Indexed".to_owned()),
-                        active_deadline_seconds: rp.active_deadline_seconds,
-                        // A replacement pod only once the old one is gone: the
-                        // two would share a host name.
-                        pod_replacement_policy: Some("Failed".to_owned()),
-                        template: pod::task_template(job, &placement)?,
-                        ..JobSpec::default()
-                    }),
+            Ok(replicated_job(
+                run,
+                role.kind,
+                i32::try_from(role.replicas).unwrap_or(i32::MAX),
+                JobSpec {
+                    // A failed pod fails its Job at once, and the JobSet
+                    // restarts the whole run: a task never restarts alone.
+                    backoff_limit: Some(0),
+                    completions: Some(1),
+                    parallelism: Some(1),
+                    completion_mode: Some("Indexed".to_owned()),
+                    active_deadline_seconds: rp.active_deadline_seconds,
+                    // A replacement pod only once the old one is gone: the
+                    // two would share a host name.
+                    pod_replacement_policy: Some("Failed".to_owned()),
+                    template: pod::task_template(job, &placement)?,
+                    ..JobSpec::default()
                 },
-            })
+            ))
         })
         .collect::<Result<_, Finding>>()?;
     let has_chief = job.roles.iter().any(|r| r.kind == RoleKind::Chief);
@@ -135,32 +127,43 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
         program: Program::Pytorch(&launch),
     };
     let nodes = i32::try_from(role.replicas).unwrap_or(i32::MAX);
-    let replicated = ReplicatedJob {
-        name: role.kind.as_str().to_owned(),
-        replicas: 1,
+    let replicated = replicated_job(
+        run,
+        role.kind,
+        1,
+        JobSpec {
+            // A failed node fails the Job at once, and the JobSet
+            // restarts every node together.
+            backoff_limit: Some(0),
+            completions: Some(nodes),
+            parallelism: Some(nodes),
+            completion_mode: Some("Indexed".to_owned()),
+            active_deadline_seconds: rp.active_deadline_seconds,
+            pod_replacement_policy: Some("Failed".to_owned()),
+            template: pod::task_template(job, &placement)?,
+            ..JobSpec::default()
+        },
+    );
+    Ok(vec![jobset(run, vec![replicated], role.kind)])
+}
+
+/// A replicated Job of a role's tasks, labelled as they are.
+fn replicated_job(run: &Run, kind: RoleKind, replicas: i32, spec: JobSpec) -> ReplicatedJob {
+    let job = run.job;
+    ReplicatedJob {
+        name: kind.as_str().to_owned(),
+        replicas,
         template: JobTemplateSpec {
             metadata: Some(ObjectMeta {
                 labels: Some(meta::labels(
                     job,
-                    meta::task_selector(job, &run.name, role.kind, None),
+                    meta::task_selector(job, &run.name, kind, None),
                 )),
                 ..ObjectMeta::default()
             }),
-            spec: Some(JobSpec {
-                // A failed node fails the Job at once, and the JobSet
-                // restarts every node together.
-                backoff_limit: Some(0),
-                completions: Some(nodes),
-                parallelism: Some(nodes),
-                completion_mode: Some("Indexed".to_owned()),
-                active_deadline_seconds: rp.active_deadline_seconds,
-                pod_replacement_policy: Some("Failed".to_owned()),
-                template: pod::task_template(job, &placement)?,
-                ..JobSpec::default()
-            }),
+            spec: Some(spec),
         },
-    };
-    Ok(vec![jobset(run, vec![replicated], role.kind)])
+    }
 }
 
 /// The run's JobSet: restarted as a whole, done when every Job of

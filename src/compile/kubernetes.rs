@@ -126,20 +126,30 @@ fn task_job(
         template: pod::task_template(job, &placement)?,
         ..JobSpec::default()
     };
-    let mut labels = meta::labels(
-        job,
-        meta::task_selector(job, &run.name, role.kind, Some(index)),
-    );
-    if let Some(queue) = &rp.queue {
+    let stem = names::task(&job.name, role.kind.as_str(), index);
+    Ok(batch_job(run, role, Some(index), &name, &stem, spec))
+}
+
+/// A Job of the run: the tasks' labels (and the Kueue queue's) on it.
+fn batch_job(
+    run: &Run,
+    role: &Role,
+    index: Option<u32>,
+    name: &str,
+    stem: &str,
+    spec: JobSpec,
+) -> Manifest {
+    let job = run.job;
+    let mut labels = meta::labels(job, meta::task_selector(job, &run.name, role.kind, index));
+    if let Some(queue) = &job.run_policy.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
     }
     let batch = BatchJob {
-        metadata: meta::run_object(job, &name, labels),
+        metadata: meta::run_object(job, name, labels),
         spec: Some(spec),
         ..BatchJob::default()
     };
-    let stem = names::task(&job.name, role.kind.as_str(), index);
-    Ok(Manifest::new(batch, &name, &stem, true, &job.namespace))
+    Manifest::new(batch, name, stem, true, &job.namespace)
 }
 
 /// A PyTorch run: the Service and one Indexed Job of every node.
@@ -189,17 +199,8 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
         template: pod::task_template(job, &placement)?,
         ..JobSpec::default()
     };
-    let mut labels = meta::labels(job, meta::task_selector(job, &run.name, role.kind, None));
-    if let Some(queue) = &rp.queue {
-        labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
-    }
-    let batch = BatchJob {
-        metadata: meta::run_object(job, &name, labels),
-        spec: Some(spec),
-        ..BatchJob::default()
-    };
     let stem = names::role_job(&job.name, role.kind.as_str());
-    out.push(Manifest::new(batch, &name, &stem, true, &job.namespace));
+    out.push(batch_job(run, role, None, &name, &stem, spec));
     Ok(out)
 }
 

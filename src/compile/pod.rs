@@ -118,8 +118,14 @@ pub fn args(job: &Job, role: &Role, framework: Vec<String>) -> Vec<String> {
 }
 
 /// The task's environment by name: hyperparameters, the job's and role's
-/// variables, then the framework's, which nothing overrides.
-fn values(job: &Job, role: &Role, framework: Vec<(String, String)>) -> BTreeMap<String, EnvValue> {
+/// variables, then the framework's, which nothing overrides. Values are
+/// written out where the definition writes them: `trainc run --local`
+/// starts a process with this, once it has looked up the references.
+pub fn env_vars(
+    job: &Job,
+    role: &Role,
+    framework: Vec<(String, String)>,
+) -> BTreeMap<String, EnvValue> {
     let mut vars: BTreeMap<String, EnvValue> = BTreeMap::new();
     if job.hyperparameter_env {
         for (k, v) in &job.hyperparameters {
@@ -133,18 +139,6 @@ fn values(job: &Job, role: &Role, framework: Vec<(String, String)>) -> BTreeMap<
             .map(|(k, v)| (k, EnvValue::Literal(v))),
     );
     vars
-}
-
-/// The environment of a task as the cluster would give it, with the
-/// framework's variables, values written out where the definition writes
-/// them: what `trainc run --local` starts a process with, once it has
-/// looked up the references.
-pub fn env_vars(
-    job: &Job,
-    role: &Role,
-    framework: Vec<(String, String)>,
-) -> BTreeMap<String, EnvValue> {
-    values(job, role, framework)
 }
 
 impl Program<'_> {
@@ -272,7 +266,7 @@ fn env(job: &Job, p: &Placement) -> Vec<EnvVar> {
         .into_iter()
         .map(|(k, v)| (k, EnvValue::Literal(v)))
         .collect();
-    vars.extend(values(job, p.role, p.program.env(job, p.role, p.index)));
+    vars.extend(env_vars(job, p.role, p.program.env(job, p.role, p.index)));
     // References before values, so that a value can use one
     // (`postgres://u:$(DB_PASSWORD)@db`); a reference expands nothing itself.
     let (references, literals): (Vec<_>, Vec<_>) = vars
