@@ -1,0 +1,360 @@
+//! Command-line interface: argument parsing, dispatch, presentation and
+//! exit codes. Each command has its own module; the work is done by
+//! [`crate::pipeline`] and the stages behind it.
+
+mod build;
+mod diff;
+mod init;
+mod run_local;
+mod targets;
+mod validate;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::diagnostic::{self, Diagnostic};
+use crate::model::definition::Target;
+use crate::model::job::RoleKind;
+use crate::validate::schema;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "trainc",
+    version,
+    about = "Compile distributed training definitions into deterministic Kubernetes manifests"
+)]
+pub struct Cli {
+    /// When to colour output.
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
+    pub color: Color,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    fn choice(self) -> anstream::ColorChoice {
+        match self {
+            Color::Auto => anstream::ColorChoice::Auto,
+            Color::Always => anstream::ColorChoice::Always,
+            Color::Never => anstream::ColorChoice::Never,
+        }
+    }
+}
+
+/// How findings are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// rustc-style diagnostics on stderr.
+    Text,
+    /// A JSON array of findings on stdout.
+    Json,
+}
+
+/// How `diff` reports changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Inputs {
+    /// Definition files or directories [default: the project's `sources`, else `jobs`].
+    pub paths: Vec<PathBuf>,
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
+    #[arg(long, value_name = "FILE")]
+    pub project: Option<PathBuf>,
+    /// Only this variant of the project file (repeatable) [default: the
+    /// project's output and every variant].
+    #[arg(long, value_name = "NAME")]
+    pub variant: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Output {
+    /// Output directory [default: the project's `output`, else `deploy`].
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Directory for container build specs [default: the project's
+    /// `buildOutput`, else `build`; none with `-o` elsewhere].
+    #[arg(long, value_name = "DIR")]
+    pub build_output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check definitions against the schema and semantic rules.
+    Validate {
+        #[command(flatten)]
+        inputs: Inputs,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Compile definitions, write the files that changed, prune the ones no
+    /// longer generated.
+    Build {
+        #[command(flatten)]
+        inputs: Inputs,
+        #[command(flatten)]
+        output: Output,
+        /// Write nothing; exit 1 if the output directory is stale.
+        #[arg(long)]
+        check: bool,
+        /// Compile and compare every file even when the build cache says
+        /// nothing changed, and leave the cache alone.
+        #[arg(long)]
+        no_cache: bool,
+        /// Say on stderr whether the build cache was used, and if not, why.
+        #[arg(short, long)]
+        verbose: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Show what `build` would change, without writing: exit 0 none, 1 changes.
+    Diff {
+        #[command(flatten)]
+        inputs: Inputs,
+        #[command(flatten)]
+        output: Output,
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Only the per-resource summary, no file diffs.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Run every task of one job as local processes, as the cluster would.
+    Run(RunArgs),
+    /// Print the JSON Schema of the definition (or of the project file).
+    Schema {
+        #[arg(value_enum, default_value_t = SchemaKind::Definition)]
+        kind: SchemaKind,
+    },
+    /// Write a starter project: trainc.yaml, a definition and its schema.
+    Init {
+        /// Directory to write into.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Name of the starter job.
+        #[arg(long, default_value = "mnist")]
+        name: String,
+        /// Namespace the jobs go to.
+        #[arg(long, default_value = "default")]
+        namespace: String,
+        /// The project's default target: `kubernetes` (plain Jobs), `jobset`
+        /// (the JobSet controller) or `tfjob` (the Kubeflow Training Operator);
+        /// the starter is a TensorFlow job, which `pytorchjob` does not run.
+        #[arg(long, default_value = "kubernetes", value_parser = parse_target)]
+        target: Target,
+        /// Overwrite existing files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The arguments of `trainc run --local`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The definition file (or directory) holding the job.
+    path: PathBuf,
+    /// Run on this machine (the only mode for now).
+    #[arg(long, required = true)]
+    local: bool,
+    /// The job to run when the path holds several.
+    #[arg(long, value_name = "NAME")]
+    job: Option<String>,
+    /// Run the job as this variant of the project file makes it.
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+    /// Project file [default: the nearest `trainc.yaml`, in the working
+    /// directory or a parent, up to the top of the git repository].
+    #[arg(long, value_name = "FILE")]
+    project: Option<PathBuf>,
+    /// Directory standing in for the job's volumes [default: a new
+    /// directory under the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Python interpreter for `python` commands.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    python: PathBuf,
+    /// Override a hyperparameter, e.g. `--set epochs=5` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    set: Vec<(String, String)>,
+    /// Override a role's replicas, e.g. `--replicas ps=1` (repeatable).
+    #[arg(long, value_name = "ROLE=N", value_parser = parse_replicas)]
+    replicas: Vec<(RoleKind, u32)>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SchemaKind {
+    Definition,
+    Project,
+}
+
+/// How a successful run ended; errors are exit code 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exit 0: valid, built, current, no changes.
+    Ok,
+    /// Exit 1: `build --check` found stale output; `diff` found changes.
+    Changes,
+    /// `run --local`: the training's own exit status.
+    Exit(u8),
+}
+
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err("expected NAME=VALUE, e.g. `epochs=5`".to_owned()),
+    }
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    Target::ALL
+        .into_iter()
+        .find(|t| t.as_str() == s)
+        .ok_or_else(|| format!("unknown target `{s}`: use kubernetes, jobset, tfjob or pytorchjob"))
+}
+
+fn parse_replicas(s: &str) -> Result<(RoleKind, u32), String> {
+    let (role, n) = s
+        .split_once('=')
+        .ok_or_else(|| "expected ROLE=N, e.g. `ps=1`".to_owned())?;
+    let kind = RoleKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == role)
+        .ok_or_else(|| format!("unknown role `{role}`: use chief, ps, worker or evaluator"))?;
+    let n = n
+        .parse()
+        .map_err(|_| format!("`{n}` is not a number of replicas"))?;
+    Ok((kind, n))
+}
+
+/// A failed run: what to tell the user, and in which format.
+pub struct Failure {
+    pub diagnostics: Vec<Diagnostic>,
+    pub format: Format,
+}
+
+fn fail(format: Format) -> impl Fn(Vec<Diagnostic>) -> Failure {
+    move |mut diagnostics| {
+        diagnostic::normalize(&mut diagnostics);
+        Failure {
+            diagnostics,
+            format,
+        }
+    }
+}
+
+/// The working directory, canonical so that paths below it display relative.
+fn current_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| Failure {
+            diagnostics: vec![Diagnostic::new(format!(
+                "cannot read the working directory: {e}"
+            ))],
+            format: Format::Text,
+        })
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+pub fn run(cli: Cli) -> Result<Status, Failure> {
+    let cwd = current_dir()?;
+    let mut stdout = anstream::AutoStream::new(std::io::stdout(), cli.color.choice()).lock();
+    let out = &mut stdout;
+    match cli.command {
+        Command::Validate { inputs, format } => {
+            validate::validate(&cwd, out, &inputs, format, cli.color)
+        }
+        Command::Build {
+            inputs,
+            output,
+            check,
+            no_cache,
+            verbose,
+            format,
+        } => {
+            let opts = build::BuildOptions {
+                check,
+                no_cache,
+                verbose,
+                format,
+                color: cli.color,
+            };
+            build::build(&cwd, out, &inputs, &output, &opts)
+        }
+        Command::Diff {
+            inputs,
+            output,
+            format,
+            stat,
+        } => diff::diff(&cwd, out, &inputs, &output, format, stat, cli.color),
+        Command::Run(args) => run_local::run_local(&cwd, stdout, args, cli.color),
+        Command::Schema { kind } => {
+            let text = match kind {
+                SchemaKind::Definition => schema::TRAINING_JOB_SCHEMA,
+                SchemaKind::Project => schema::PROJECT_SCHEMA,
+            };
+            let _ = write!(out, "{text}");
+            Ok(Status::Ok)
+        }
+        Command::Init {
+            dir,
+            name,
+            namespace,
+            target,
+            force,
+        } => {
+            let starter = crate::init::Starter {
+                name: &name,
+                namespace: &namespace,
+                target,
+            };
+            init::init(&cwd, out, &dir, &starter, force)
+        }
+    }
+}
+
+/// Where commands print: stdout, coloured as `--color` says.
+type Out = anstream::AutoStream<std::io::StdoutLock<'static>>;
+
+/// Prints warnings as text on stderr, where failures go.
+fn warn(warnings: &[Diagnostic], color: Color) {
+    if warnings.is_empty() {
+        return;
+    }
+    let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
+    let _ = write!(stderr, "{}", diagnostic::render_text(warnings, true));
+}
+
+/// Prints a failure: text on stderr (coloured per `--color`), or JSON on stdout.
+pub fn report(failure: &Failure, color: Color) {
+    if failure.format == Format::Json {
+        let _ = write!(
+            std::io::stdout(),
+            "{}",
+            diagnostic::render_json(&failure.diagnostics)
+        );
+        return;
+    }
+    let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
+    let _ = write!(
+        stderr,
+        "{}",
+        diagnostic::render_text(&failure.diagnostics, true)
+    );
+}

@@ -1,0 +1,123 @@
+//! `trainc run --local`.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use super::{Color, Failure, Format, Out, RunArgs, Status, fail, plural, warn};
+use crate::diagnostic::Diagnostic;
+use crate::load::project::Project;
+use crate::pipeline;
+
+/// `trainc run --local`. Takes stdout by value: it is released before the
+/// tasks start, so their output is not held behind its lock.
+pub(super) fn run_local(
+    cwd: &Path,
+    mut stdout: Out,
+    args: RunArgs,
+    color: Color,
+) -> Result<Status, Failure> {
+    let RunArgs {
+        path,
+        local: _,
+        job,
+        variant,
+        project,
+        workdir,
+        python,
+        set,
+        replicas,
+    } = args;
+    let fail = fail(Format::Text);
+    let project = Project::discover(cwd, project.as_deref()).map_err(&fail)?;
+    let variant = match &variant {
+        Some(name) => project
+            .select(std::slice::from_ref(name))
+            .map_err(&fail)?
+            .into_iter()
+            .next(),
+        None => None,
+    };
+    let (jobs, warnings) =
+        pipeline::check_sets(&project, cwd, std::slice::from_ref(&path), &[variant])
+            .map_err(&fail)?;
+    let mut jobs = jobs.into_iter().next().unwrap_or_default();
+    warn(&warnings, color);
+    let build_output = variant
+        .and_then(|v| v.build_output.as_deref())
+        .unwrap_or(&project.build_output);
+    pipeline::images(&project, &mut jobs, build_output).map_err(&fail)?;
+    let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
+    let workdir = match workdir {
+        Some(w) => cwd.join(w),
+        None => std::env::temp_dir().join(format!(
+            "trainc-run-{}-{}-{}",
+            job.namespace,
+            job.name,
+            std::process::id()
+        )),
+    };
+    // Tasks run in the work directory: a relative interpreter path
+    // means the one relative to here.
+    let python = if python.components().count() > 1 {
+        cwd.join(python)
+    } else {
+        python
+    };
+    let opts = crate::run::Options {
+        workdir: workdir.clone(),
+        python,
+        set,
+        replicas,
+    };
+    crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
+    if crate::run::uses_python(&job) {
+        crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
+    }
+    let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
+    let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
+    let _ = writeln!(
+        stdout,
+        "running {}/{} locally: {} ({}), work directory {}",
+        job.namespace,
+        job.name,
+        plural(tasks.len(), "task"),
+        tasks
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        workdir.display()
+    );
+    if gpus > 0 {
+        let _ = writeln!(stdout, "note: GPU requests are ignored locally");
+    }
+    for note in crate::run::notes(&job, |name| std::env::var_os(name).is_some()) {
+        let _ = writeln!(stdout, "{note}");
+    }
+    drop(stdout);
+    let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
+    Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The one job to run: the only one, or the one named by `--job`.
+pub(super) fn pick(
+    jobs: Vec<crate::model::Job>,
+    name: Option<&str>,
+) -> Result<crate::model::Job, Diagnostic> {
+    let names: Vec<String> = jobs.iter().map(|j| j.name.clone()).collect();
+    let mut matching: Vec<crate::model::Job> = jobs
+        .into_iter()
+        .filter(|j| name.is_none_or(|n| j.name == n))
+        .collect();
+    match (matching.len(), name) {
+        (1, _) => Ok(matching.remove(0)),
+        (0, Some(n)) => Err(Diagnostic::new(format!("no job named `{n}`"))
+            .hint(format!("the path holds {}", names.join(", ")))),
+        _ => Err(Diagnostic::new(format!(
+            "the path holds {} jobs: {}",
+            names.len(),
+            names.join(", ")
+        ))
+        .hint("pick one with `--job NAME`")),
+    }
+}
