@@ -1,6 +1,9 @@
 //! Stage 5 (report): what a build would change, for people and tools: the
-//! training runs that start again, a per-resource summary with the changed
-//! field paths, then unified diffs per file.
+//! training runs that start again and what they request before and after
+//! (`cost`), a per-resource summary with the changed field paths, then
+//! unified diffs per file.
+
+mod cost;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -14,6 +17,8 @@ use crate::compile::{FORMAT_ANNOTATION, RUN_LABEL};
 use crate::emit::KUSTOMIZATION;
 use crate::plan::{Change, Op, Plan};
 
+pub use cost::{Cost, Requests};
+
 /// Diffs longer than this many lines are folded in Markdown reports.
 const FOLD_LINES: usize = 40;
 
@@ -25,6 +30,8 @@ pub struct Report {
     pub unchanged: usize,
     /// Training runs that start, start again or stop: what costs GPU hours.
     pub runs: Vec<RunChange>,
+    /// What the runs of `runs` request together, before and after.
+    pub total: Cost,
     pub changes: Vec<Entry>,
 }
 
@@ -50,16 +57,26 @@ pub struct RunChange {
     /// variants): the same job runs in each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// What the run requests, by the old files and by the new: nothing
+    /// before a start, nothing after a stop.
+    #[serde(flatten)]
+    pub cost: Cost,
 }
 
 impl RunChange {
+    /// `ml/mnist`, or `ml/mnist in deploy-cpu` when the build writes
+    /// several output directories.
+    fn label(&self) -> String {
+        match &self.output {
+            Some(out) => format!("{} in {out}", self.job),
+            None => self.job.clone(),
+        }
+    }
+
     /// `re-run ml/mnist: mnist-4e20cf → mnist-8b16ab (the definition or its image changed)`.
     pub fn line(&self) -> String {
         let name = |n: &Option<String>| n.clone().unwrap_or_default();
-        let job = match &self.output {
-            Some(out) => format!("{} in {out}", self.job),
-            None => self.job.clone(),
-        };
+        let job = self.label();
         match self.op {
             "rerun" => format!(
                 "re-run {}: {} → {}, every task starts again ({})",
@@ -83,6 +100,10 @@ struct RunSide {
     /// Kind of the run object (`Job`, `JobSet`, `TFJob`): the target.
     kind: Option<String>,
     format: Option<String>,
+    /// What its run objects request. Every run object of a run that starts,
+    /// starts again or stops is a pending change, since each carries the
+    /// run's name, so the pending files of a directory hold them all.
+    requests: Requests,
 }
 
 impl RunSide {
@@ -101,6 +122,7 @@ impl RunSide {
         };
         self.names.insert(run.to_owned());
         if matches!(kind, "Job" | "JobSet" | "TFJob" | "PyTorchJob") {
+            self.requests.add(&cost::of_run_object(doc));
             self.kind = Some(kind.to_owned());
             self.format = Some(
                 meta["annotations"][FORMAT_ANNOTATION]
@@ -128,6 +150,7 @@ fn target_of_kind(kind: &str) -> &str {
     match kind {
         "JobSet" => "jobset",
         "TFJob" => "tfjob",
+        "PyTorchJob" => "pytorchjob",
         _ => "kubernetes",
     }
 }
@@ -174,6 +197,10 @@ fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
             new: new.shown(),
             reason,
             output: None,
+            cost: Cost {
+                before: old.requests,
+                after: new.requests,
+            },
         });
     }
     out
@@ -260,12 +287,18 @@ pub fn report(plan: &Plan, shown: &str) -> Report {
             e
         })
         .collect();
+    let runs = runs(sides);
+    let mut total = Cost::default();
+    for r in &runs {
+        total.add(&r.cost);
+    }
     Report {
         create: plan.count(Op::Create),
         update: plan.count(Op::Update),
         delete: plan.count(Op::Delete),
         unchanged: plan.count(Op::Unchanged),
-        runs: runs(sides),
+        runs,
+        total,
         changes,
     }
 }
@@ -279,6 +312,7 @@ impl Report {
             delete: 0,
             unchanged: 0,
             runs: Vec::new(),
+            total: Cost::default(),
             changes: Vec::new(),
         };
         for r in reports {
@@ -287,6 +321,7 @@ impl Report {
             all.delete += r.delete;
             all.unchanged += r.unchanged;
             all.runs.extend(r.runs);
+            all.total.add(&r.total);
             all.changes.extend(r.changes);
         }
         all
@@ -536,6 +571,18 @@ pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
             let _ = writeln!(out, "  {}", paint(style, &run.line()));
         }
         let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}",
+            paint(Style::new().bold(), "Resources requested, before → after:")
+        );
+        for run in &r.runs {
+            let _ = writeln!(out, "  {}: {}", run.label(), cost::line(&run.cost));
+        }
+        if r.runs.len() > 1 {
+            let _ = writeln!(out, "  total: {}", cost::line(&r.total));
+        }
+        let _ = writeln!(out);
     }
     for e in r
         .changes
@@ -591,6 +638,7 @@ pub fn render_markdown(r: &Report, stat: bool) -> String {
     }
     if !r.runs.is_empty() {
         let _ = writeln!(out, "**{}**\n", runs_heading(r));
+        cost_table(r, &mut out);
         for run in &r.runs {
             let _ = writeln!(out, "- {}", run.line().replace('`', "'"));
         }
@@ -641,6 +689,54 @@ pub fn render_markdown(r: &Report, stat: bool) -> String {
         }
     }
     out
+}
+
+/// The cost of the change, leading the Markdown report: one row per run
+/// that starts, starts again or stops, and the total when there are several.
+fn cost_table(r: &Report, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "| run | tasks | GPUs | CPU | memory | starts again? |\n|---|---|---|---|---|---|"
+    );
+    let row = |out: &mut String, name: &str, c: &Cost, again: &str| {
+        let cells = cost::cells(c);
+        let mut gpus = cells.gpus;
+        for (resource, cell) in &cells.other {
+            let _ = write!(gpus, "<br>`{resource}`: {cell}");
+        }
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {gpus} | {} | {} | {again} |",
+            cells.tasks, cells.cpu, cells.memory
+        );
+    };
+    for run in &r.runs {
+        let again = match run.op {
+            "rerun" => "yes",
+            "start" => "new run",
+            _ => "no, it stops",
+        };
+        row(
+            out,
+            &format!("`{}`", run.label().replace('`', "'")),
+            &run.cost,
+            again,
+        );
+    }
+    if r.runs.len() > 1 {
+        let count = |op: &str| r.runs.iter().filter(|x| x.op == op).count();
+        let again: Vec<String> = [
+            (count("rerun"), "re-run", "re-runs"),
+            (count("start"), "new", "new"),
+            (count("stop"), "stopped", "stopped"),
+        ]
+        .into_iter()
+        .filter(|(n, ..)| *n > 0)
+        .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+        .collect();
+        row(out, "**total**", &r.total, &again.join(", "));
+    }
+    let _ = writeln!(out);
 }
 
 /// The report for tools; `warnings`, when there are any, as the findings
@@ -741,6 +837,18 @@ mod tests {
             r[0].reason.as_deref(),
             Some("the target changed: kubernetes → jobset")
         );
+        let mut pytorchjob = job("digits-dddddd", Some("digits-dddddd"), Some("1"));
+        pytorchjob["kind"] = json!("PyTorchJob");
+        let mut jobset = job("digits-eeeeee", Some("digits-eeeeee"), Some("1"));
+        jobset["kind"] = json!("JobSet");
+        let r = runs(BTreeMap::from([(
+            "ml/digits".to_owned(),
+            (side(&[pytorchjob]), side(&[jobset])),
+        )]));
+        assert_eq!(
+            r[0].reason.as_deref(),
+            Some("the target changed: pytorchjob → jobset")
+        );
         // Unchanged names are no run change; a job that appears or goes is.
         let same = || side(&[job("mnist-aaaaaa-ps-0", Some("mnist-aaaaaa"), Some("1"))]);
         assert!(runs(BTreeMap::from([("a".to_owned(), (same(), same()))])).is_empty());
@@ -750,6 +858,92 @@ mod tests {
         ]));
         assert_eq!(r[0].line(), "start a: mnist-aaaaaa");
         assert_eq!(r[1].line(), "stop b: mnist-aaaaaa is deleted");
+    }
+
+    #[test]
+    fn the_markdown_report_leads_with_the_cost() {
+        let requests = |tasks, gpu: (&str, u64)| Requests {
+            tasks,
+            gpus: if gpu.0.ends_with("/gpu") { gpu.1 } else { 0 },
+            cpu_millicores: tasks * 500,
+            memory_bytes: tasks << 30,
+            extended: BTreeMap::from([(gpu.0.to_owned(), gpu.1)]),
+        };
+        let run = |op, job: &str, output: Option<&str>, before, after| RunChange {
+            op,
+            job: job.to_owned(),
+            old: Some(format!("{job}-old")),
+            new: Some(format!("{job}-new")),
+            reason: (op == "rerun").then(|| "the definition or its image changed".to_owned()),
+            output: output.map(str::to_owned),
+            cost: Cost { before, after },
+        };
+        let mut report = Report::merge([Report {
+            create: 0,
+            update: 1,
+            delete: 0,
+            unchanged: 0,
+            runs: vec![
+                run(
+                    "rerun",
+                    "ml/a",
+                    Some("deploy-cpu"),
+                    requests(2, ("nvidia.com/gpu", 2)),
+                    requests(4, ("nvidia.com/gpu", 8)),
+                ),
+                run(
+                    "start",
+                    "ml/b",
+                    None,
+                    Requests::default(),
+                    requests(1, ("gpu.intel.com/i915", 1)),
+                ),
+            ],
+            total: Cost::default(),
+            changes: Vec::new(),
+        }]);
+        // `report` sums the runs; here the merged parts had no total.
+        for r in report.runs.clone() {
+            report.total.add(&r.cost);
+        }
+        report.changes.push(Entry {
+            op: "update",
+            path: "deploy/ml/a/x.yaml".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ml".into()),
+            name: "x".into(),
+            fields: Vec::new(),
+            diff: String::new(),
+            dir: "ml/a".into(),
+        });
+        let md = render_markdown(&report, true);
+        let table = md
+            .split("\n\n")
+            .nth(2)
+            .expect("the table follows the heading");
+        assert_eq!(
+            table,
+            "| run | tasks | GPUs | CPU | memory | starts again? |\n\
+             |---|---|---|---|---|---|\n\
+             | `ml/a in deploy-cpu` | 2 → 4 (+2) | 2 → 8 (+6) | 1 → 2 (+1) | 2Gi → 4Gi (+2Gi) | yes |\n\
+             | `ml/b` | 0 → 1 (+1) | 0<br>`gpu.intel.com/i915`: 0 → 1 (+1) | 0 → 500m (+500m) | 0 → 1Gi (+1Gi) | new run |\n\
+             | **total** | 2 → 5 (+3) | 2 → 8 (+6)<br>`gpu.intel.com/i915`: 0 → 1 (+1) | 1 → 2.5 (+1.5) | 2Gi → 5Gi (+3Gi) | 1 re-run, 1 new |"
+        );
+        let text = render_text(&report, false, true);
+        assert!(
+            text.contains(
+                "Resources requested, before → after:\n  \
+                 ml/a in deploy-cpu: 2 → 4 tasks (+2), 2 → 8 GPUs (+6), 1 → 2 CPU (+1), 2Gi → 4Gi memory (+2Gi)\n  \
+                 ml/b: 0 → 1 task (+1), 0 GPUs, 0 → 500m CPU (+500m), 0 → 1Gi memory (+1Gi), 0 → 1 gpu.intel.com/i915 (+1)\n  \
+                 total: 2 → 5 tasks (+3), 2 → 8 GPUs (+6), 1 → 2.5 CPU (+1.5), 2Gi → 5Gi memory (+3Gi), 0 → 1 gpu.intel.com/i915 (+1)\n\n"
+            ),
+            "{text}"
+        );
+        let json: Value = serde_json::from_str(&render_json(&report, &[])).expect("json");
+        assert_eq!(json["runs"][0]["after"]["gpus"], 8);
+        assert_eq!(json["runs"][1]["before"]["tasks"], 0);
+        assert_eq!(json["total"]["after"]["cpuMillicores"], 2500);
+        assert_eq!(json["total"]["after"]["extended"]["gpu.intel.com/i915"], 1);
     }
 
     #[test]

@@ -234,7 +234,9 @@ fn diff_summarises_resources_and_fields_in_every_format() {
         "{text}"
     );
     assert!(
-        text.contains(", every task starts again (the definition or its image changed)\n"),
+        text.contains(", every task starts again (the definition or its image changed)\n\n\
+            Resources requested, before → after:\n  \
+            ml/mnist: 5 → 6 tasks (+1), 2 → 6 GPUs (+4), 11 → 15 CPU (+4), 22Gi → 30Gi memory (+8Gi)\n\n"),
         "{text}"
     );
     assert!(text.contains("\n+ Job ml/mnist-worker-2\n"), "{text}");
@@ -272,9 +274,14 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     );
 
     let md = stdout(&run(dir.path(), &["diff", "--format", "markdown"]));
+    // The cost first: the run and what it requests, before → after.
     assert!(
         md.starts_with(
-            "### trainc diff\n\n**1 training run starts again:**\n\n- re-run ml/mnist: mnist-"
+            "### trainc diff\n\n**1 training run starts again:**\n\n\
+             | run | tasks | GPUs | CPU | memory | starts again? |\n\
+             |---|---|---|---|---|---|\n\
+             | `ml/mnist` | 5 → 6 (+1) | 2 → 6 (+4) | 11 → 15 (+4) | 22Gi → 30Gi (+8Gi) | yes |\n\n\
+             - re-run ml/mnist: mnist-"
         ),
         "{md}"
     );
@@ -302,6 +309,9 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     assert_eq!(runs[0]["job"], "ml/mnist");
     assert_eq!(runs[0]["reason"], "the definition or its image changed");
     assert_ne!(runs[0]["old"], runs[0]["new"]);
+    assert_eq!(runs[0]["before"]["gpus"], 2);
+    assert_eq!(runs[0]["after"]["gpus"], 6);
+    assert_eq!(v["total"]["after"]["tasks"], 6);
     let worker0 = v["changes"]
         .as_array()
         .expect("array")
