@@ -1,9 +1,9 @@
-//! Findings about the input, rendered like rustc's or as JSON for tools.
+//! Findings about the input, rendered like rustc's; [`crate::report`]
+//! renders them for tools.
 
 use std::fmt::Write as _;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
-use serde::Serialize;
 
 use crate::source::Location;
 
@@ -171,42 +171,4 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
         );
     }
     out
-}
-
-#[derive(Serialize)]
-struct JsonDiagnostic<'a> {
-    severity: &'static str,
-    message: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    column: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hint: Option<&'a str>,
-}
-
-/// The same findings for tools: one JSON object per finding in an array.
-pub fn render_json(diags: &[Diagnostic]) -> String {
-    let items: Vec<JsonDiagnostic> = diags
-        .iter()
-        .map(|d| JsonDiagnostic {
-            severity: match d.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            },
-            message: &d.message,
-            path: d.path.as_deref(),
-            file: d.location.as_ref().map(|l| l.file.shown.as_str()),
-            line: d.location.as_ref().map(|l| l.pos.line),
-            column: d.location.as_ref().map(|l| l.pos.column),
-            hint: d.hint.as_deref(),
-        })
-        .collect();
-    let mut s = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_owned());
-    s.push('\n');
-    s
 }

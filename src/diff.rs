@@ -739,19 +739,11 @@ fn cost_table(r: &Report, out: &mut String) {
     let _ = writeln!(out);
 }
 
-/// The report for tools; `warnings`, when there are any, as the findings
-/// of `--format json` under the key `warnings`.
+/// The report for tools: the JSON document of every command (see
+/// [`crate::report::json`]), the report's keys between `version` and the
+/// warnings under `findings`.
 pub fn render_json(r: &Report, warnings: &[crate::diagnostic::Diagnostic]) -> String {
-    let mut value = serde_json::to_value(r).unwrap_or_default();
-    if !warnings.is_empty()
-        && let Value::Object(map) = &mut value
-        && let Ok(w) = serde_json::from_str(&crate::diagnostic::render_json(warnings))
-    {
-        map.insert("warnings".to_owned(), w);
-    }
-    let mut s = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".to_owned());
-    s.push('\n');
-    s
+    crate::report::json(serde_json::to_value(r).unwrap_or_default(), warnings)
 }
 
 #[cfg(test)]

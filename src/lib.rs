@@ -28,6 +28,7 @@ pub mod par;
 pub mod pipeline;
 pub mod plan;
 pub mod quantity;
+pub mod report;
 pub mod resources;
 pub mod run;
 pub mod source;

@@ -395,9 +395,10 @@ fn json_format_reports_findings_on_stdout() {
     assert_eq!(o.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(
-        v,
+        v["findings"],
         serde_json::json!([{
             "severity": "error",
+            "rule": "trainc/field",
             "message": "unknown field `replica`",
             "path": "spec.roles.worker",
             "file": "unknown-field.yaml",

@@ -291,10 +291,10 @@ fn unlisted_yaml_in_the_output_directory_is_warned_about() {
     assert_eq!(stderr(&o), warning);
     let o = run(dir.path(), &["build", "--no-cache", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    assert_eq!(v[0]["severity"], "warning");
+    assert_eq!(v["findings"][0]["severity"], "warning");
     let o = run(dir.path(), &["diff", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    assert_eq!(v["warnings"][0]["severity"], "warning", "{v}");
+    assert_eq!(v["findings"][0]["severity"], "warning", "{v}");
     // Listed, or in a listed directory: no warning.
     fs::write(
         out.join("team/kustomization.yaml"),

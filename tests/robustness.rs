@@ -38,7 +38,9 @@ fn check(text: String) {
         }
     }
     let _ = diagnostic::render_text(&diags, false);
-    let _ = diagnostic::render_json(&diags);
+    let _ = trainc::report::json(serde_json::Value::Null, &diags);
+    let _ = trainc::report::github::render(&diags, &[]);
+    let _ = trainc::report::sarif::render(&diags, &[]);
 }
 
 #[test]

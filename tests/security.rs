@@ -176,8 +176,8 @@ fn mutable_image_references_are_warned_about_and_digests_accepted() {
     );
     let o = run(dir.path(), &["validate", "--format", "json"]);
     let v: Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(v[0]["severity"], "warning");
-    assert_eq!(v[0]["path"], "spec.image");
+    assert_eq!(v["findings"][0]["severity"], "warning");
+    assert_eq!(v["findings"][0]["path"], "spec.image");
 
     let digest = format!("ubuntu:24.04@sha256:{}", "0".repeat(64));
     fs::write(

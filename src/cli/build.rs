@@ -6,8 +6,10 @@ use std::path::Path;
 use super::targets::{desired, plan_all, status, summary, targets, up_to_date};
 use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
-use crate::diagnostic;
-use crate::plan::{self, Plan};
+use crate::diagnostic::Diagnostic;
+use crate::plan::{self, Op, Plan};
+use crate::report;
+use serde_json::{Value, json};
 
 /// The flags of `trainc build`.
 pub(super) struct BuildOptions {
@@ -57,20 +59,31 @@ pub(super) fn build(
         }
     }
     if let Ok(dests) = fresh {
-        // As the full path below: `--check` prints status lines even in JSON.
-        if format == Format::Json && !check {
-            let _ = write!(stdout, "{}", diagnostic::render_json(&[]));
-        } else {
-            let dirs: Vec<(usize, String)> = dests
-                .iter()
-                .map(|(d, n)| (*n, targets.project.shown_dir(d)))
-                .collect();
+        let dirs: Vec<(usize, String)> = dests
+            .iter()
+            .map(|(d, n)| (*n, targets.project.shown_dir(d)))
+            .collect();
+        if format == Format::Text {
             let _ = writeln!(stdout, "{}", up_to_date(&dirs));
+        } else {
+            // Nothing was compiled: no warnings, and nothing stale.
+            let done: Vec<Done> = dirs
+                .iter()
+                .map(|(n, dir)| Done {
+                    dir,
+                    plan: None,
+                    unchanged: *n,
+                })
+                .collect();
+            let _ = write!(stdout, "{}", document(format, check, &done, &[]));
+            if format == Format::Github {
+                eprintln!("{}", up_to_date(&dirs));
+            }
         }
         return Ok(Status::Ok);
     }
     let (dests, read, warnings) = desired(cwd, inputs, &targets, &fail)?;
-    if format != Format::Json {
+    if matches!(format, Format::Text | Format::Github) {
         warn(&warnings, color);
     }
     let record = |plans: &[(Plan, String)]| {
@@ -82,55 +95,145 @@ pub(super) fn build(
             eprintln!("cache: not recorded, because {why}");
         }
     };
-    if check {
+    let plans = if check {
+        plan_all(dests, &fail)?
+    } else {
+        // Lock before reading the directories, in a fixed order: what is
+        // planned is what is written, even with a second build racing.
+        let mut locks = Vec::new();
+        for d in &dests {
+            locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
+        }
+        // Every plan before any write: a refusal anywhere writes nothing.
         let plans = plan_all(dests, &fail)?;
-        let current = plans.iter().all(|(p, _)| p.is_noop());
-        if current {
-            record(&plans);
+        for (plan, _) in &plans {
+            plan::apply(plan).map_err(&fail)?;
         }
-        let _ = write!(
-            stdout,
-            "{}",
-            status(&plans, |plan, dir| {
-                let mut s = format!("{dir} is stale: {}\n", summary(plan));
-                for c in plan.pending() {
-                    s.push_str(&format!("{} {dir}/{}\n", c.op.sign(), c.path));
-                }
-                s
-            })
-        );
-        if current {
-            return Ok(Status::Ok);
-        }
-        let _ = writeln!(stdout, "run `trainc build` and commit the result");
-        return Ok(Status::Changes);
-    }
-    // Lock before reading the directories, in a fixed order: what is
-    // planned is what is written, even with a second build racing.
-    let mut locks = Vec::new();
-    for d in &dests {
-        locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
-    }
-    // Every plan before any write: a refusal anywhere writes nothing.
-    let plans = plan_all(dests, &fail)?;
-    for (plan, _) in &plans {
-        plan::apply(plan).map_err(&fail)?;
-    }
-    // Still locked: the snapshot is of this build's output.
-    record(&plans);
-    drop(locks);
-    if format == Format::Json {
-        let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
-        return Ok(Status::Ok);
+        // Still locked: the snapshot is of this build's output.
+        record(&plans);
+        drop(locks);
+        plans
+    };
+    let current = plans.iter().all(|(p, _)| p.is_noop());
+    if check && current {
+        record(&plans);
     }
     // Nothing to do is one line, however many directories.
-    let _ = write!(
-        stdout,
-        "{}",
-        status(&plans, |plan, dir| format!(
-            "updated {dir}: {}\n",
-            summary(plan)
-        ))
-    );
-    Ok(Status::Ok)
+    let text = if check {
+        let mut text = status(&plans, |plan, dir| {
+            let mut s = format!("{dir} is stale: {}\n", summary(plan));
+            for c in plan.pending() {
+                s.push_str(&format!("{} {dir}/{}\n", c.op.sign(), c.path));
+            }
+            s
+        });
+        if !current {
+            text.push_str("run `trainc build` and commit the result\n");
+        }
+        text
+    } else {
+        status(&plans, |plan, dir| {
+            format!("updated {dir}: {}\n", summary(plan))
+        })
+    };
+    match format {
+        Format::Text => {
+            let _ = write!(stdout, "{text}");
+        }
+        _ => {
+            let done: Vec<Done> = plans
+                .iter()
+                .map(|(plan, dir)| Done {
+                    dir,
+                    plan: Some(plan),
+                    unchanged: plan.count(Op::Unchanged),
+                })
+                .collect();
+            let _ = write!(stdout, "{}", document(format, check, &done, &warnings));
+            if format == Format::Github {
+                eprint!("{text}");
+            }
+        }
+    }
+    Ok(if check && !current {
+        Status::Changes
+    } else {
+        Status::Ok
+    })
+}
+
+/// One output directory, as planned (or written), or as the build cache
+/// vouched for it.
+struct Done<'a> {
+    dir: &'a str,
+    /// `None`: answered by the cache, so current.
+    plan: Option<&'a Plan>,
+    unchanged: usize,
+}
+
+impl Done<'_> {
+    /// A file of the directory, from the working directory.
+    fn path(&self, rel: &str) -> String {
+        if self.dir == "." {
+            rel.to_owned()
+        } else {
+            format!("{}/{rel}", self.dir)
+        }
+    }
+
+    fn pending(&self) -> impl Iterator<Item = &crate::plan::Change> {
+        self.plan.into_iter().flat_map(Plan::pending)
+    }
+
+    fn json(&self) -> Value {
+        let files = |op: Op| -> Vec<String> {
+            self.pending()
+                .filter(|c| c.op == op)
+                .map(|c| self.path(&c.path))
+                .collect()
+        };
+        let count = |op: Op| self.plan.map_or(0, |p| p.count(op));
+        json!({
+            "path": self.dir,
+            "current": self.plan.is_none_or(Plan::is_noop),
+            "created": files(Op::Create),
+            "updated": files(Op::Update),
+            "deleted": files(Op::Delete),
+            "counts": {
+                "created": count(Op::Create),
+                "updated": count(Op::Update),
+                "deleted": count(Op::Delete),
+                "unchanged": self.unchanged,
+            },
+        })
+    }
+}
+
+/// The report of `build` or `build --check` for tools. Stale files are
+/// annotated (GitHub, SARIF) only by `--check`: a build has just written them.
+fn document(format: Format, check: bool, dirs: &[Done], warnings: &[Diagnostic]) -> String {
+    let stale: Vec<report::Stale> = if check {
+        dirs.iter()
+            .flat_map(|d| {
+                d.pending().map(|c| report::Stale {
+                    op: c.op,
+                    path: d.path(&c.path),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match format {
+        Format::Github => report::github::render(warnings, &stale),
+        Format::Sarif => report::sarif::render(warnings, &stale),
+        Format::Text | Format::Json => {
+            let body = json!({
+                "check": check,
+                "current": dirs.iter().all(|d| d.plan.is_none_or(Plan::is_noop)),
+                "directories": dirs.iter().map(Done::json).collect::<Vec<_>>(),
+            });
+            report::json(body, warnings)
+        }
+    }
 }

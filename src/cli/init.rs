@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{Failure, Format, Out, Status, fail};
+use super::{Failure, Out, Status, SummaryFormat, fail};
 
 /// `trainc init`.
 pub(super) fn init(
@@ -12,15 +12,24 @@ pub(super) fn init(
     dir: &Path,
     starter: &crate::init::Starter,
     force: bool,
+    format: SummaryFormat,
 ) -> Result<Status, Failure> {
     let dir = cwd.join(dir);
-    let written = crate::init::init(&dir, starter, force).map_err(fail(Format::Text))?;
-    for f in written {
-        let _ = writeln!(
-            stdout,
-            "wrote {}",
-            crate::load::display_name(cwd, &dir.join(f))
-        );
+    let written = crate::init::init(&dir, starter, force).map_err(fail(format.findings()))?;
+    let files: Vec<String> = written
+        .iter()
+        .map(|f| crate::load::display_name(cwd, &dir.join(f)))
+        .collect();
+    match format {
+        SummaryFormat::Text => {
+            for f in &files {
+                let _ = writeln!(stdout, "wrote {f}");
+            }
+        }
+        SummaryFormat::Json => {
+            let body = serde_json::json!({"files": files});
+            let _ = write!(stdout, "{}", crate::report::json(body, &[]));
+        }
     }
     Ok(Status::Ok)
 }

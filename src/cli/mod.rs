@@ -54,13 +54,35 @@ impl Color {
     }
 }
 
-/// How findings are reported.
+/// How `validate` and `build` report (docs/formats.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// rustc-style diagnostics on stderr.
+    /// Messages on stdout, rustc-style diagnostics on stderr.
     Text,
-    /// A JSON array of findings on stdout.
+    /// One JSON object on stdout.
     Json,
+    /// GitHub Actions annotations (`::error file=…`) on stdout, diagnostics on stderr.
+    Github,
+    /// A SARIF 2.1.0 log on stdout, for code scanning.
+    Sarif,
+}
+
+/// How `init` and `run` report (docs/formats.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    /// Messages on stdout, diagnostics on stderr.
+    Text,
+    /// One JSON object on stdout (`run`: the tasks' output goes to stderr).
+    Json,
+}
+
+impl SummaryFormat {
+    fn findings(self) -> Format {
+        match self {
+            SummaryFormat::Text => Format::Text,
+            SummaryFormat::Json => Format::Json,
+        }
+    }
 }
 
 /// How `diff` reports changes.
@@ -169,6 +191,8 @@ pub enum Command {
         /// Overwrite existing files.
         #[arg(long)]
         force: bool,
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+        format: SummaryFormat,
     },
     /// Print a shell's completion script for trainc.
     #[command(after_help = help::COMPLETIONS.after_help())]
@@ -218,6 +242,10 @@ pub struct RunArgs {
     /// Override a role's replicas, e.g. `--replicas ps=1` (repeatable).
     #[arg(long, value_name = "ROLE=N", value_parser = parse_replicas)]
     replicas: Vec<(RoleKind, u32)>,
+    /// `json`: a summary of the run as one JSON object on stdout, the
+    /// tasks' output and trainc's notes on stderr.
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+    format: SummaryFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -343,13 +371,14 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             namespace,
             target,
             force,
+            format,
         } => {
             let starter = crate::init::Starter {
                 name: &name,
                 namespace: &namespace,
                 target,
             };
-            init::init(&cwd, out, &dir, &starter, force)
+            init::init(&cwd, out, &dir, &starter, force, format)
         }
         Command::Completions { shell } => Ok(completions::completions(out, shell)),
         Command::Manpages { dir } => manpages::manpages(&cwd, out, &dir),
@@ -368,20 +397,21 @@ fn warn(warnings: &[Diagnostic], color: Color) {
     let _ = write!(stderr, "{}", diagnostic::render_text(warnings, true));
 }
 
-/// Prints a failure: text on stderr (coloured per `--color`), or JSON on stdout.
+/// Prints a failure as `--format` says: text on stderr; JSON or SARIF on
+/// stdout; GitHub annotations on stdout and the text on stderr.
 pub fn report(failure: &Failure, color: Color) {
-    if failure.format == Format::Json {
-        let _ = write!(
-            std::io::stdout(),
-            "{}",
-            diagnostic::render_json(&failure.diagnostics)
-        );
-        return;
+    let diags = &failure.diagnostics;
+    let doc = match failure.format {
+        Format::Text => None,
+        Format::Json => Some(crate::report::json(serde_json::Value::Null, diags)),
+        Format::Github => Some(crate::report::github::render(diags, &[])),
+        Format::Sarif => Some(crate::report::sarif::render(diags, &[])),
+    };
+    if let Some(doc) = &doc {
+        let _ = write!(std::io::stdout(), "{doc}");
     }
-    let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
-    let _ = write!(
-        stderr,
-        "{}",
-        diagnostic::render_text(&failure.diagnostics, true)
-    );
+    if matches!(failure.format, Format::Text | Format::Github) {
+        let mut stderr = anstream::AutoStream::new(std::io::stderr(), color.choice());
+        let _ = write!(stderr, "{}", diagnostic::render_text(diags, true));
+    }
 }

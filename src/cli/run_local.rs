@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{Color, Failure, Format, Out, RunArgs, Status, fail, plural, warn};
+use super::{Color, Failure, Out, RunArgs, Status, SummaryFormat, fail, plural, warn};
 use crate::diagnostic::Diagnostic;
 use crate::load::project::Project;
 use crate::pipeline;
@@ -26,8 +26,10 @@ pub(super) fn run_local(
         python,
         set,
         replicas,
+        format,
     } = args;
-    let fail = fail(Format::Text);
+    let fail = fail(format.findings());
+    let json = format == SummaryFormat::Json;
     let project = Project::discover(cwd, project.as_deref()).map_err(&fail)?;
     let variant = match &variant {
         Some(name) => project
@@ -41,7 +43,9 @@ pub(super) fn run_local(
         pipeline::check_sets(&project, cwd, std::slice::from_ref(&path), &[variant])
             .map_err(&fail)?;
     let mut jobs = jobs.into_iter().next().unwrap_or_default();
-    warn(&warnings, color);
+    if !json {
+        warn(&warnings, color);
+    }
     let build_output = variant
         .and_then(|v| v.build_output.as_deref())
         .unwrap_or(&project.build_output);
@@ -75,8 +79,16 @@ pub(super) fn run_local(
     }
     let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
     let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
-    let _ = writeln!(
-        stdout,
+    // With `--format json` stdout holds the summary alone: the rest is for
+    // people, on stderr.
+    let mut say = |line: &str| {
+        let _ = if json {
+            writeln!(std::io::stderr(), "{line}")
+        } else {
+            writeln!(stdout, "{line}")
+        };
+    };
+    say(&format!(
         "running {}/{} locally: {} ({}), work directory {}",
         job.namespace,
         job.name,
@@ -87,16 +99,52 @@ pub(super) fn run_local(
             .collect::<Vec<_>>()
             .join(", "),
         workdir.display()
-    );
+    ));
     if gpus > 0 {
-        let _ = writeln!(stdout, "note: GPU requests are ignored locally");
+        say("note: GPU requests are ignored locally");
     }
     for note in crate::run::notes(&job, |name| std::env::var_os(name).is_some()) {
-        let _ = writeln!(stdout, "{note}");
+        say(&note);
     }
     drop(stdout);
-    let code = crate::run::supervise(tasks, &workdir).map_err(|d| fail(vec![d]))?;
-    Ok(Status::Exit(u8::try_from(code).unwrap_or(1)))
+    let outcome = crate::run::supervise(tasks, &workdir, json).map_err(|d| fail(vec![d]))?;
+    let code = u8::try_from(outcome.code).unwrap_or(1);
+    if json {
+        let summary = summary(&job, &workdir, &outcome, code);
+        let _ = write!(
+            std::io::stdout(),
+            "{}",
+            crate::report::json(summary, &warnings)
+        );
+    }
+    Ok(Status::Exit(code))
+}
+
+/// What `--format json` says of a finished run.
+fn summary(
+    job: &crate::model::Job,
+    workdir: &Path,
+    outcome: &crate::run::Outcome,
+    code: u8,
+) -> serde_json::Value {
+    use std::os::unix::process::ExitStatusExt as _;
+    let tasks: Vec<serde_json::Value> = outcome
+        .tasks
+        .iter()
+        .map(|(name, status)| {
+            serde_json::json!({
+                "name": name,
+                "code": status.and_then(|s| s.code()),
+                "signal": status.and_then(|s| s.signal()),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "job": format!("{}/{}", job.namespace, job.name),
+        "workdir": workdir.display().to_string(),
+        "tasks": tasks,
+        "exit": code,
+    })
 }
 
 /// The one job to run: the only one, or the one named by `--job`.

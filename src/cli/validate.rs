@@ -5,9 +5,9 @@ use std::path::Path;
 
 use super::targets::{Set, Targets, selected};
 use super::{Color, Failure, Format, Inputs, Out, Status, fail, plural, warn};
-use crate::diagnostic;
 use crate::load::project::Project;
-use crate::pipeline;
+use crate::{pipeline, report};
+use serde_json::json;
 
 /// `trainc validate`.
 pub(super) fn validate(
@@ -46,24 +46,36 @@ pub(super) fn validate(
             &out.extra,
         ));
     }
-    if format == Format::Json {
-        let _ = write!(stdout, "{}", diagnostic::render_json(&warnings));
-    } else {
-        warn(&warnings, color);
-        let jobs = compiled.outputs.first().map_or(0, |o| o.jobs);
-        let names: Vec<&str> = chosen
-            .iter()
-            .map(|&i| targets.project.variants[i].name.as_str())
-            .collect();
-        let variants = match names.as_slice() {
-            [] => String::new(),
-            [one] => format!(", as written and in variant {one}"),
-            [first @ .., last] => format!(
-                ", as written and in variants {} and {last}",
-                first.join(", ")
-            ),
-        };
-        let _ = writeln!(stdout, "{} valid{variants}", plural(jobs, "job"));
-    }
+    let jobs = compiled.outputs.first().map_or(0, |o| o.jobs);
+    let names: Vec<&str> = chosen
+        .iter()
+        .map(|&i| targets.project.variants[i].name.as_str())
+        .collect();
+    let variants = match names.as_slice() {
+        [] => String::new(),
+        [one] => format!(", as written and in variant {one}"),
+        [first @ .., last] => format!(
+            ", as written and in variants {} and {last}",
+            first.join(", ")
+        ),
+    };
+    let line = format!("{} valid{variants}", plural(jobs, "job"));
+    let doc = match format {
+        Format::Text => {
+            warn(&warnings, color);
+            let _ = writeln!(stdout, "{line}");
+            return Ok(Status::Ok);
+        }
+        Format::Json => report::json(json!({"jobs": jobs, "variants": names}), &warnings),
+        Format::Github => {
+            // The log keeps the rustc-style text; the annotations are for
+            // the pull request.
+            warn(&warnings, color);
+            eprintln!("{line}");
+            report::github::render(&warnings, &[])
+        }
+        Format::Sarif => report::sarif::render(&warnings, &[]),
+    };
+    let _ = write!(stdout, "{doc}");
     Ok(Status::Ok)
 }

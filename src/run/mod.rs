@@ -20,7 +20,7 @@ use crate::model::definition::Strategy;
 use crate::model::job::{EnvValue, Framework, Role, RoleKind};
 use crate::names;
 
-pub use supervise::supervise;
+pub use supervise::{Outcome, supervise};
 
 /// One task, ready to start.
 #[derive(Debug, Clone)]

@@ -29,11 +29,26 @@ struct Running {
     relays: Vec<thread::JoinHandle<()>>,
 }
 
-/// Runs the tasks to the end and returns the training's exit code: 0 once
-/// every decisive task (see `Task::decisive`) has exited successfully. A
-/// task failing before that ends the run with its code. Ctrl-C stops everything
-/// and returns 130.
-pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Diagnostic> {
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The training's exit code.
+    pub code: i32,
+    /// Every task started, in order, with how it ended (`None`: it could
+    /// not be waited for).
+    pub tasks: Vec<(String, Option<ExitStatus>)>,
+}
+
+/// Runs the tasks to the end. The training's exit code is 0 once every
+/// decisive task (see `Task::decisive`) has exited successfully. A task
+/// failing before that ends the run with its code. Ctrl-C stops everything
+/// and returns 130. `all_to_stderr` relays the tasks' stdout to stderr too,
+/// leaving stdout to trainc's own report.
+pub fn supervise(
+    tasks: Vec<Task>,
+    workdir: &std::path::Path,
+    all_to_stderr: bool,
+) -> Result<Outcome, Diagnostic> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&interrupted))
@@ -41,7 +56,7 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
     }
     let mut running: Vec<Running> = Vec::new();
     for task in tasks {
-        match start(&task, workdir) {
+        match start(&task, workdir, all_to_stderr) {
             Ok((child, relays)) => running.push(Running {
                 task,
                 child,
@@ -105,7 +120,13 @@ pub fn supervise(tasks: Vec<Task>, workdir: &std::path::Path) -> Result<i32, Dia
             let _ = relay.join();
         }
     }
-    Ok(outcome)
+    Ok(Outcome {
+        code: outcome,
+        tasks: running
+            .into_iter()
+            .map(|r| (r.task.name, r.status))
+            .collect(),
+    })
 }
 
 /// Notes the tasks that have exited since the last look.
@@ -123,6 +144,7 @@ fn reap(running: &mut [Running]) {
 fn start(
     task: &Task,
     workdir: &std::path::Path,
+    all_to_stderr: bool,
 ) -> std::io::Result<(Child, Vec<thread::JoinHandle<()>>)> {
     let mut child = Command::new(&task.program)
         .args(&task.args)
@@ -137,7 +159,7 @@ fn start(
         .spawn()?;
     let mut relays = Vec::new();
     if let Some(out) = child.stdout.take() {
-        relays.push(relay(out, task.name.clone(), false));
+        relays.push(relay(out, task.name.clone(), all_to_stderr));
     }
     if let Some(err) = child.stderr.take() {
         relays.push(relay(err, task.name.clone(), true));

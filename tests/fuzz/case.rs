@@ -868,15 +868,12 @@ impl Runner {
         if let Some(p) = o.problem {
             return Err(failure("misplaced diagnostic", p));
         }
-        // `--format json` prints one JSON document, findings or not (but
-        // `build --check` prints its status lines as text).
+        // `--format json` and `sarif` print one JSON document, findings
+        // or not.
         let json = args
             .windows(2)
-            .any(|w| w[0] == "--format" && w[1] == "json");
-        if json
-            && (kind != Kind::Check || o.code == 2)
-            && let Err(e) = serde_json::from_str::<serde_json::Value>(&o.stdout)
-        {
+            .any(|w| w[0] == "--format" && (w[1] == "json" || w[1] == "sarif"));
+        if json && let Err(e) = serde_json::from_str::<serde_json::Value>(&o.stdout) {
             return Err(failure(
                 "not JSON",
                 format!(
