@@ -28,6 +28,11 @@ const HISTORY: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "b1e8658e916addcd"),
     ("jobset", 2, "178ad6eafaec65c2"),
     ("tfjob", 2, "26f6c5d1df125ac7"),
+    // Long single-line strings on one line, not folded `>-` (issue 13):
+    // same objects as the rows above, see OBJECTS.
+    ("kubernetes", 2, "4cdc54495a877219"),
+    ("jobset", 2, "2538c8be7ea09d86"),
+    ("tfjob", 2, "f60ee637366a5c39"),
 ];
 
 /// `(target, format, objects)`: what the run objects of format version
