@@ -100,10 +100,15 @@ pub fn is_generated(contents: &[u8]) -> bool {
 fn options() -> serde_saphyr::SerializerOptions {
     let mut o = serde_saphyr::SerializerOptions::default();
     o.indent_step = 2;
-    // Multi-line strings (cluster.json) as literal blocks; single-line
-    // strings, however long (TF_CONFIG), stay on one line.
+    // Multi-line strings (cluster.json) as literal blocks, so that a diff
+    // shows the lines that changed. A single-line string, however long
+    // (TF_CONFIG, `--worker_hosts=…`, a shell command), stays on one line:
+    // serde-saphyr folds one longer than `folded_wrap_chars` into a `>-`
+    // block, where one host more rewraps every line after it.
+    // (`min_fold_chars` only concerns its `LitStr`/`FoldStr` wrappers,
+    // which trainc does not use.)
     o.prefer_block_scalars = true;
-    o.min_fold_chars = usize::MAX;
+    o.folded_wrap_chars = usize::MAX;
     o
 }
 
@@ -264,6 +269,136 @@ mod tests {
             comment_safe("jobs/données-训练.yaml"),
             "jobs/données-训练.yaml"
         );
+    }
+
+    /// A Python with PyYAML: `TRAINC_PYYAML`, else the one `tests/run.sh`
+    /// installs; `None` (the test skips) unless `TRAINC_REQUIRE_TOOLS` is set.
+    fn pyyaml() -> Option<std::path::PathBuf> {
+        let candidates = std::env::var_os("TRAINC_PYYAML")
+            .map(std::path::PathBuf::from)
+            .into_iter()
+            .chain([std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/tools/venv/bin/python")]);
+        for python in candidates {
+            let ok = std::process::Command::new(&python)
+                .args(["-c", "import yaml"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                return Some(python);
+            }
+        }
+        assert!(
+            std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
+            "PyYAML is required (set TRAINC_PYYAML to a Python that has it)"
+        );
+        eprintln!("skipping the PyYAML check: no Python with PyYAML");
+        None
+    }
+
+    /// What PyYAML's safe loaders (pure Python and, when built, libyaml)
+    /// read from `yaml`, as JSON.
+    fn pyyaml_read(python: &std::path::Path, yaml: &str) -> serde_json::Value {
+        use std::io::Write as _;
+        const LOAD: &str = r#"
+import json, sys, yaml
+text = sys.stdin.read()
+doc = yaml.load(text, Loader=yaml.SafeLoader)
+if getattr(yaml, "CSafeLoader", None):
+    fast = yaml.load(text, Loader=yaml.CSafeLoader)
+    if fast != doc:
+        sys.exit(f"libyaml reads {fast!r}, PyYAML {doc!r}")
+json.dump(doc, sys.stdout)
+"#;
+        let mut child = std::process::Command::new(python)
+            .args(["-c", LOAD])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(yaml.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    /// Whether a line of YAML opens a folded block scalar (`>`, `>-`, `>+`,
+    /// with or without an indentation indicator) as a value or list item.
+    fn opens_folded_block(line: &str) -> bool {
+        let line = line.trim_end();
+        let Some(at) = line.rfind(": >").map(|i| i + 2).or_else(|| {
+            let item = line.trim_start();
+            item.starts_with("- >").then(|| line.len() - item.len() + 2)
+        }) else {
+            return false;
+        };
+        line[at + 1..]
+            .chars()
+            .all(|c| c == '-' || c == '+' || c.is_ascii_digit())
+    }
+
+    /// A long single-line string stays one line at any length and depth (a
+    /// diff of one host more is a one-line change); a string with line
+    /// breaks is a literal block. Both read back as the same string, by
+    /// serde-saphyr and by PyYAML.
+    #[test]
+    fn long_strings_are_one_line_and_multi_line_strings_literal_blocks() {
+        // A shell command of 300 characters: words and spaces.
+        let words = "python /app/train.py --worker_hosts=w-0.ml.svc:2222,w-1.ml.svc:2222 --lr=0.1 ";
+        let prefix = |len: usize| words.chars().cycle().take(len).collect::<String>();
+        let long = prefix(299) + "x";
+        assert_eq!(long.chars().count(), 300);
+        assert!(long.contains(' ') && !long.starts_with(' ') && !long.ends_with(' '));
+        let lines = format!("set -e\n{long}\n  indented: {{x}}\n# not a comment\nlast");
+        assert_eq!(lines.lines().count(), 5);
+        let v = json!({
+            "long": long,
+            "lines": lines,
+            "lines_nl": format!("{lines}\n"),
+            "deep": {"a": [{"b": [long, lines]}]},
+        });
+        let y = String::from_utf8(to_yaml(&header(None), &v).unwrap()).unwrap();
+        assert!(y.contains(&format!("\nlong: {long}\n")), "{y}");
+        assert!(y.contains(&format!("\n    - {long}\n")), "{y}");
+        assert!(y.contains("\nlines: |-\n  set -e\n"), "{y}");
+        assert!(y.contains("\nlines_nl: |\n  set -e\n"), "{y}");
+        assert!(
+            y.contains(&format!("\n    - |-\n      set -e\n      {long}\n")),
+            "{y}"
+        );
+        assert!(!y.lines().any(opens_folded_block), "{y}");
+        let back: serde_json::Value = serde_saphyr::from_str(&y).unwrap();
+        assert_eq!(back, v, "{y}");
+        if let Some(python) = pyyaml() {
+            assert_eq!(pyyaml_read(&python, &y), v, "{y}");
+        }
+
+        // Past every width a wrap could have (serde-saphyr folds past 80 by
+        // default), at every indentation.
+        for len in (60..=320).step_by(7) {
+            let s = prefix(len).trim().to_owned();
+            let v = json!({"k": s, "l": [[s]], "m": {"n": {"o": s}}});
+            let y = String::from_utf8(to_yaml("", &v).unwrap()).unwrap();
+            assert_eq!(y.lines().count(), 6, "{y}");
+            assert!(y.lines().all(|l| !opens_folded_block(l)), "{y}");
+            assert_eq!(serde_saphyr::from_str::<serde_json::Value>(&y).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn folded_block_openers_are_recognised() {
+        for l in ["a: >", "a: >-", "  a: >+", "- >-", "    - >2-", "  - a: >"] {
+            assert!(opens_folded_block(l), "{l}");
+        }
+        for l in ["a: '>'", "a: x > y", "- --x>1", "a: |-", "- |", "a: >x"] {
+            assert!(!opens_folded_block(l), "{l}");
+        }
     }
 
     /// Values are another matter: serde-saphyr quotes and escapes them, and

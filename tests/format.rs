@@ -5,11 +5,17 @@
 //! renders a run's objects differently, it must bump the target's `FORMAT`,
 //! or the changed Jobs, JobSets and TFJobs would keep their names and fail to
 //! apply (their pod templates are immutable). This test fingerprints the run
-//! objects of a fixed definition per target: every fingerprint ever shipped
-//! belongs to exactly one format version, and a new one needs a new version.
+//! objects of a fixed definition per target twice: their bytes and the
+//! objects they parse to. Every byte fingerprint ever shipped belongs to
+//! exactly one format version, and each version has one object fingerprint:
+//! new objects need a new version. New bytes of the same objects (a change
+//! of YAML style, issue 13) do not: the API server gets the same objects, so
+//! bumping would only rename every run and restart its training for nothing.
+//! Such bytes get a row of their own under the version they render.
 
 mod common;
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use trainc::model::definition::Target;
 
@@ -22,6 +28,28 @@ const HISTORY: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "b1e8658e916addcd"),
     ("jobset", 2, "178ad6eafaec65c2"),
     ("tfjob", 2, "26f6c5d1df125ac7"),
+    // Long single-line strings on one line, not folded `>-` (issue 13):
+    // same objects as the rows above, see OBJECTS.
+    ("kubernetes", 2, "4cdc54495a877219"),
+    ("jobset", 2, "2538c8be7ea09d86"),
+    ("tfjob", 2, "f60ee637366a5c39"),
+];
+
+/// `(target, format, objects)`: what the run objects of format version
+/// `format` parse to (see [`fingerprints`]), one row per version, appended
+/// with it, never edited. Recorded from format 2 on (issue 13); the
+/// versions before it render only in HISTORY.
+const OBJECTS: &[(&str, u32, &str)] = &[
+    ("kubernetes", 2, "561915267ef61904"),
+    ("jobset", 2, "ee69ec95cb3616df"),
+    ("tfjob", 2, "a2ead45c0c45fdeb"),
+];
+
+/// The same for the PyTorch run. Append, never edit.
+const PYTORCH_OBJECTS: &[(&str, u32, &str)] = &[
+    ("kubernetes", 2, "2aff50da74efec9d"),
+    ("jobset", 2, "31a4105797b4d521"),
+    ("pytorchjob", 1, "742aeb55480de394"),
 ];
 
 /// The same for a PyTorch run, by target: a second history, since the
@@ -113,7 +141,9 @@ spec:
     queue: q
 "#;
 
-fn fingerprint(target: &str, definition: &str) -> String {
+/// The run objects' files of `definition` built for `target`, each with
+/// the run's name replaced (the name hashes the format itself).
+fn run_files(target: &str, definition: &str) -> Vec<(String, String)> {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("jobs")).expect("mkdir");
     std::fs::write(dir.path().join("jobs/fixed.yaml"), definition).expect("write");
@@ -124,7 +154,7 @@ fn fingerprint(target: &str, definition: &str) -> String {
     .expect("write");
     let o = common::run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    let mut hash = Sha256::new();
+    let mut files = Vec::new();
     for (path, bytes) in common::read_tree(&dir.path().join("deploy")) {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let Some(run) = text
@@ -134,14 +164,52 @@ fn fingerprint(target: &str, definition: &str) -> String {
         else {
             continue;
         };
-        // The run's name hashes the format itself: leave it out.
-        hash.update(path.as_bytes());
-        hash.update(text.replace(&run, "RUN").as_bytes());
+        files.push((path, text.replace(&run, "RUN")));
     }
+    files
+}
+
+/// `value` with the keys of every mapping sorted: the object, not the
+/// order it was written in.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        v => v,
+    }
+}
+
+fn short(hash: Sha256) -> String {
     hash.finalize()[..8]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// `(bytes, objects)`: the fingerprint of the run files' bytes, and of the
+/// objects they parse to (as JSON, keys sorted).
+fn fingerprints(target: &str, definition: &str) -> (String, String) {
+    let mut bytes = Sha256::new();
+    let mut objects = Sha256::new();
+    for (path, text) in run_files(target, definition) {
+        bytes.update(path.as_bytes());
+        bytes.update(text.as_bytes());
+        let value: Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}\n{text}"));
+        objects.update(path.as_bytes());
+        objects.update([0]);
+        objects.update(
+            serde_json::to_string(&sorted(value))
+                .expect("json")
+                .as_bytes(),
+        );
+        objects.update([0]);
+    }
+    (short(bytes), short(objects))
 }
 
 #[test]
@@ -150,40 +218,70 @@ fn each_rendering_of_a_run_has_its_own_format_version() {
     let runs = Target::ALL
         .into_iter()
         .filter(|t| *t != Target::Pytorchjob)
-        .map(|t| (t, DEFINITION, HISTORY, "HISTORY"))
+        .map(|t| (t, DEFINITION, (HISTORY, "HISTORY"), (OBJECTS, "OBJECTS")))
         .chain(
             Target::ALL
                 .into_iter()
                 .filter(|t| *t != Target::Tfjob)
-                .map(|t| (t, PYTORCH_DEFINITION, PYTORCH_HISTORY, "PYTORCH_HISTORY")),
+                .map(|t| {
+                    (
+                        t,
+                        PYTORCH_DEFINITION,
+                        (PYTORCH_HISTORY, "PYTORCH_HISTORY"),
+                        (PYTORCH_OBJECTS, "PYTORCH_OBJECTS"),
+                    )
+                }),
         );
-    for (target, definition, history, history_name) in runs {
+    for (target, definition, (history, history_name), (objects_history, objects_name)) in runs {
         let name = target.as_str();
         let format = trainc::compile::format(target);
-        let print = fingerprint(name, definition);
-        let rows: Vec<&(&str, u32, &str)> = history.iter().filter(|r| r.0 == name).collect();
+        let (print, objects) = fingerprints(name, definition);
+        let rows: Vec<_> = history.iter().filter(|r| r.0 == name).collect();
         for a in &rows {
             for b in &rows {
                 assert!(
-                    a == b || (a.1 != b.1 && a.2 != b.2),
-                    "{name}: each format version has one fingerprint and each fingerprint one version: {a:?} {b:?}"
+                    a == b || a.2 != b.2,
+                    "{name}: each fingerprint belongs to one format version: {a:?} {b:?}"
                 );
             }
         }
-        match rows.iter().find(|r| r.2 == print) {
-            Some(row) => assert_eq!(
-                row.1, format,
+        let object_rows: Vec<_> = objects_history.iter().filter(|r| r.0 == name).collect();
+        for a in &object_rows {
+            for b in &object_rows {
+                assert!(
+                    a == b || a.1 != b.1,
+                    "{name}: each format version has one object fingerprint: {a:?} {b:?}"
+                );
+            }
+        }
+        let next = rows.iter().map(|r| r.1).max().unwrap_or(0) + 1;
+        let bytes_row = rows.iter().find(|r| r.2 == print);
+        let objects_row = object_rows.iter().find(|r| r.1 == format);
+        match (bytes_row, objects_row) {
+            (Some(row), _) if row.1 != format => new.push(format!(
                 "{name}: this rendering shipped as format {}, but src/compile/{name}.rs says {format}",
                 row.1
-            ),
-            None => {
-                let next = rows.iter().map(|r| r.1).max().unwrap_or(0) + 1;
-                new.push(format!(
-                    "{name}: the objects of a run render differently now. Bump FORMAT in \
-                     src/compile/{name}.rs to {next} and append (\"{name}\", {next}, \"{print}\") \
-                     to {history_name} in tests/format.rs, so that every run is re-created under a new name."
-                ));
-            }
+            )),
+            (_, Some(row)) if row.2 != objects => new.push(format!(
+                "{name}: the objects of a run are not those of format {format} any more. Bump \
+                 FORMAT in src/compile/{name}.rs to {next}, append (\"{name}\", {next}, \"{print}\") \
+                 to {history_name} and (\"{name}\", {next}, \"{objects}\") to {objects_name} in \
+                 tests/format.rs, so that every run is re-created under a new name."
+            )),
+            (bytes_row, None) => new.push(format!(
+                "{name}: format {format} has no object fingerprint: append (\"{name}\", {format}, \
+                 \"{objects}\") to {objects_name}{} in tests/format.rs.",
+                if bytes_row.is_none() {
+                    format!(" and (\"{name}\", {format}, \"{print}\") to {history_name}")
+                } else {
+                    String::new()
+                }
+            )),
+            (None, Some(_)) => new.push(format!(
+                "{name}: the bytes of a run changed but not its objects: no new format version, \
+                 append (\"{name}\", {format}, \"{print}\") to {history_name} in tests/format.rs."
+            )),
+            (Some(_), Some(_)) => {}
         }
     }
     assert!(new.is_empty(), "{}", new.join("\n"));

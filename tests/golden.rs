@@ -8,10 +8,34 @@ use std::collections::BTreeMap;
 fn render(tree: &BTreeMap<String, Vec<u8>>) -> String {
     let mut s = String::new();
     for (path, bytes) in tree {
+        let text = String::from_utf8_lossy(bytes);
+        if path.ends_with(".yaml") {
+            no_folded_scalars(path, &text);
+        }
         s.push_str(&format!("=== {path}\n"));
-        s.push_str(&String::from_utf8_lossy(bytes));
+        s.push_str(&text);
     }
     s
+}
+
+/// Long strings are one line and multi-line ones literal blocks, never
+/// folded (`>`, `>-`): a host more in `--worker_hosts=…` must be a
+/// one-line change in review, not a rewrapped paragraph (docs/output.md).
+fn no_folded_scalars(path: &str, text: &str) {
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        let indicator = line
+            .rsplit_once(": ")
+            .map(|(_, v)| v)
+            .or_else(|| line.trim_start().strip_prefix("- "));
+        let folded = indicator
+            .and_then(|v| v.strip_prefix('>'))
+            .is_some_and(|rest| {
+                rest.chars()
+                    .all(|c| c == '-' || c == '+' || c.is_ascii_digit())
+            });
+        assert!(!folded, "{path}:{}: a folded scalar: {line}", i + 1);
+    }
 }
 
 #[test]
