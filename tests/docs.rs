@@ -125,15 +125,38 @@ const EXAMPLES: &[Example] = &[
         before: &[],
     },
     // "A code change in the example"
+    // "The MNIST example with `context: ..`"
+    Example {
+        doc: "docs/images.md",
+        first: "$ trainc build",
+        sandbox: Copy("mnist"),
+        before: &[
+            Write(".git/HEAD", "ref: refs/heads/main\n"),
+            Edit("jobs/mnist.yaml", "context: ../train", "context: .."),
+            Edit(
+                "jobs/mnist.yaml",
+                "entrypoint: mnist.py",
+                "entrypoint: train/mnist.py",
+            ),
+            Edit(
+                "jobs/mnist.yaml",
+                "requirements: requirements.txt",
+                "requirements: train/requirements.txt",
+            ),
+        ],
+    },
     Example {
         doc: "docs/images.md",
         first: "$ trainc diff --stat",
-        sandbox: Same,
-        before: &[Edit(
-            "train/mnist.py",
-            "import argparse\n",
-            "import argparse  # a code change\n",
-        )],
+        sandbox: Copy("mnist"),
+        before: &[
+            Trainc(&["build"]),
+            Edit(
+                "train/mnist.py",
+                "import argparse\n",
+                "import argparse  # a code change\n",
+            ),
+        ],
     },
     // "A variable that is not defined (a typo)"
     Example {
