@@ -63,7 +63,7 @@ struct Example {
     before: &'static [Step],
 }
 
-use Sandbox::{Empty, Example as Copy, Same};
+use Sandbox::{Empty, Example as Scratch, Same};
 use Step::{CopyEdit, Edit, Trainc, Write};
 
 const LOWER_WORKERS: Step = Edit(
@@ -86,7 +86,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "README.md",
         first: "$ trainc validate",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[Edit(
             "jobs/mnist.yaml",
             "worker: {replicas: 2,",
@@ -96,14 +96,14 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "README.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[],
     },
     // "when the last job drops `build`"
     Example {
         doc: "docs/images.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Trainc(&["build"]),
             Edit(
@@ -121,7 +121,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/images.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[],
     },
     // "A code change in the example"
@@ -129,7 +129,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/images.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Write(".git/HEAD", "ref: refs/heads/main\n"),
             Edit("jobs/mnist.yaml", "context: ../train", "context: .."),
@@ -148,7 +148,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/images.md",
         first: "$ trainc diff --stat",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Trainc(&["build"]),
             Edit(
@@ -162,7 +162,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/images.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Edit(
                 "trainc.yaml",
@@ -179,7 +179,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/output.md",
         first: "$ trainc build -v",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Trainc(&["build"]),
             Edit(
@@ -193,14 +193,14 @@ const EXAMPLES: &[Example] = &[
     Example {
         doc: "docs/output.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[Trainc(&["build"]), LOWER_WORKERS],
     },
     // Variants: the project file the doc shows.
     Example {
         doc: "docs/project.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[Write(
             "trainc.yaml",
             "apiVersion: trainc.dev/v1alpha1
@@ -225,7 +225,7 @@ variants:
     Example {
         doc: "docs/project.md",
         first: "$ cd jobs",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[],
     },
     Example {
@@ -238,13 +238,13 @@ variants:
     Example {
         doc: "docs/project.md",
         first: "$ trainc build jobs/mnist.yaml",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[RESNET],
     },
     Example {
         doc: "docs/project.md",
         first: "$ trainc validate",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[],
     },
     Example {
@@ -257,14 +257,14 @@ variants:
     Example {
         doc: "docs/project.md",
         first: "$ trainc build",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[Trainc(&["build"]), LOWER_WORKERS],
     },
     // `build --check` and `diff`: the same change, not built yet.
     Example {
         doc: "docs/project.md",
         first: "$ trainc build --check",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[Trainc(&["build"]), LOWER_WORKERS],
     },
     Example {
@@ -283,7 +283,7 @@ variants:
     Example {
         doc: "docs/project.md",
         first: "$ trainc validate",
-        sandbox: Copy("mnist"),
+        sandbox: Scratch("mnist"),
         before: &[
             Edit(
                 "jobs/mnist.yaml",
@@ -456,7 +456,7 @@ struct Place {
 fn prepare(sandbox: &Sandbox, before: &[Step], last: Option<Place>) -> Result<Place, String> {
     let place = match sandbox {
         Same => last.ok_or("`Same` on a doc's first session")?,
-        Copy(name) => {
+        Scratch(name) => {
             let dir = scratch_example(name);
             let project = dir.path().to_path_buf();
             Place {
