@@ -70,6 +70,7 @@ pub fn init(dir: &Path, starter: &Starter, force: bool) -> Result<Vec<String>, V
             defaults: &defaults,
             library: &library,
             root: dir,
+            generated: &[],
         };
         validate::validate(&docs, &cx).map_err(|mut d| {
             d.push(Diagnostic::new("`trainc init` would write an invalid starter").hint(

@@ -287,10 +287,12 @@ fn resolve(
     sources: &Sources,
     docs: &[Document],
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let generated = project.written_dirs();
     let cx = validate::Context {
         defaults: &project.defaults,
         library,
         root: &project.root,
+        generated: &generated,
     };
     let (jobs, warnings) = validate::validate(docs, &cx)?;
     if jobs.is_empty() {

@@ -230,7 +230,7 @@ fn build_specs_that_could_never_settle_are_refused() {
         let o = run(dir.path(), &[cmd]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         assert!(
-            stderr(&o).contains("the build context includes `deploy/`"),
+            stderr(&o).contains("the build context includes the output directory `deploy`"),
             "{cmd}: {}",
             stderr(&o)
         );

@@ -216,6 +216,7 @@ fn visit(
             .join("/"))
     };
     reach.dir(context, String::new());
+    let mut unsettled: Vec<String> = Vec::new();
     // Symlinks are visited as the file they point to, as the builder copies it.
     let walker = walkdir::WalkDir::new(context)
         .follow_links(true)
@@ -249,14 +250,147 @@ fn visit(
                 .iter()
                 .any(|g| context_real.join(&rel).starts_with(g));
         if unstable {
-            let top = rel.split('/').next().unwrap_or(&rel);
-            return Err(format!(
-                "the build context includes `{top}/`, which changes with every commit or build; add `{top}/` to the context's .dockerignore"
-            ));
+            // Every one, not the first: fixing them one build at a time
+            // would take as many builds as there are.
+            let top = rel.split('/').next().unwrap_or(&rel).to_owned();
+            if !unsettled.contains(&top) {
+                unsettled.push(top);
+            }
+            continue;
         }
         each(&rel, entry.path())?;
     }
-    Ok(())
+    match unsettled.as_slice() {
+        [] => Ok(()),
+        [one] => Err(format!(
+            "the build context includes `{one}/`, which changes with every commit or build; add `{one}/` to the context's .dockerignore"
+        )),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|t| format!("`{t}/`")).collect();
+            Err(format!(
+                "the build context includes {} and `{last}/`, which change with every commit or build; add them to the context's .dockerignore",
+                first.join(", ")
+            ))
+        }
+    }
+}
+
+/// What a build context holds that changes with every commit or build, so
+/// that its image tag would never settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsettled {
+    /// `.git` at the top of the context (the path relative to it).
+    Git(String),
+    /// A directory trainc writes, inside the context: its path relative to
+    /// the context, and what it is ("output directory").
+    Written(String, String),
+    /// The context lies inside a directory trainc writes: the directory as
+    /// given, and what it is.
+    Within(PathBuf, String),
+}
+
+/// Every entry of `context` that would make its tag change with every
+/// commit or build: `.git` at its top, each of the directories trainc
+/// writes (`generated`, with what each is) that lies inside it, and the
+/// directory trainc writes that holds the context itself, unless the
+/// context's `.dockerignore` leaves them out. Decided by path, so an output
+/// directory that does not exist yet counts too: otherwise the first build
+/// would pass and every later one fail. Validation reports these, located
+/// at `spec.build.context`; [`hash`] refuses the same entries (and any it
+/// reaches through a symlink) as a last resort. A `.dockerignore` that
+/// cannot be read or parsed is left to [`hash`], which says why.
+pub fn unsettled(context: &Path, generated: &[(&Path, String)]) -> Vec<Unsettled> {
+    let Ok(real) = context.canonicalize() else {
+        return Vec::new();
+    };
+    let ignore = match read_ignore(context) {
+        Ok(Some(bytes)) => match String::from_utf8(bytes)
+            .ok()
+            .and_then(|t| DockerIgnore::parse(&t).ok())
+        {
+            Some(i) => i,
+            None => return Vec::new(),
+        },
+        Ok(None) => match DockerIgnore::parse("") {
+            Ok(i) => i,
+            Err(_) => return Vec::new(),
+        },
+        Err(_) => return Vec::new(),
+    };
+    let mut found = Vec::new();
+    if fs::symlink_metadata(real.join(".git")).is_ok() && !left_out(&real, ".git", &ignore) {
+        found.push(Unsettled::Git(".git".to_owned()));
+    }
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for (dir, what) in generated {
+        let given = dir;
+        let dir = resolved(dir);
+        if seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir.clone());
+        if real.starts_with(&dir) {
+            found.push(Unsettled::Within(given.to_path_buf(), what.clone()));
+        } else if let Ok(rel) = dir.strip_prefix(&real) {
+            let rel = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            if !left_out(&real, &rel, &ignore) {
+                found.push(Unsettled::Written(rel, what.clone()));
+            }
+        }
+    }
+    found
+}
+
+/// Whether the `.dockerignore` leaves out everything a build could find at
+/// `rel`: the entry itself, or every file below it; for a directory that
+/// does not exist yet, a file directly inside it.
+fn left_out(context: &Path, rel: &str, ignore: &DockerIgnore) -> bool {
+    if ignore.excludes_all_below(rel) {
+        return true;
+    }
+    let path = context.join(rel);
+    match fs::symlink_metadata(&path) {
+        Err(_) => ignore.excludes(rel) || ignore.excludes(&format!("{rel}/file")),
+        Ok(m) if !m.is_dir() => ignore.excludes(rel),
+        Ok(_) => walkdir::WalkDir::new(&path)
+            .min_depth(1)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_type().is_dir())
+            .all(|e| {
+                e.path().strip_prefix(context).is_ok_and(|r| {
+                    let r = r
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    ignore.excludes(&r)
+                })
+            }),
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists, the rest appended:
+/// an output directory need not exist yet.
+fn resolved(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 /// The context's `.dockerignore`, `None` when there is none. Read as
@@ -333,6 +467,66 @@ mod tests {
         );
         fs::write(p.join(".dockerignore"), "*.log\ndeploy\n").unwrap();
         assert!(tag(p, b"FROM x", &[&p.join("deploy")]).is_ok());
+    }
+
+    /// By path, before the directories exist; each entry once; what the
+    /// `.dockerignore` leaves out is fine.
+    #[test]
+    fn every_unsettled_entry_is_found_even_before_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        fs::create_dir_all(p.join(".git/objects")).unwrap();
+        fs::write(p.join(".git/HEAD"), "ref").unwrap();
+        fs::write(p.join("train.py"), "").unwrap();
+        let (deploy, build, elsewhere) = (p.join("deploy"), p.join("out/build"), p.join("../x"));
+        let generated = [
+            (deploy.as_path(), "output directory".to_owned()),
+            (deploy.as_path(), "output directory".to_owned()),
+            (build.as_path(), "build directory".to_owned()),
+            (elsewhere.as_path(), "output directory".to_owned()),
+        ];
+        assert_eq!(
+            unsettled(p, &generated),
+            [
+                Unsettled::Git(".git".to_owned()),
+                Unsettled::Written("deploy".to_owned(), "output directory".to_owned()),
+                Unsettled::Written("out/build".to_owned(), "build directory".to_owned()),
+            ]
+        );
+        fs::write(p.join(".dockerignore"), ".git\ndeploy/\nout/build/*\n").unwrap();
+        assert_eq!(unsettled(p, &generated), []);
+        // A file brought back is part of the context again.
+        fs::create_dir_all(&deploy).unwrap();
+        fs::write(deploy.join("kustomization.yaml"), "").unwrap();
+        fs::write(
+            p.join(".dockerignore"),
+            ".git\ndeploy/\nout\n!deploy/kustomization.yaml\n",
+        )
+        .unwrap();
+        assert_eq!(
+            unsettled(p, &generated),
+            [Unsettled::Written(
+                "deploy".to_owned(),
+                "output directory".to_owned()
+            )]
+        );
+        fs::create_dir_all(deploy.join("code")).unwrap();
+        assert_eq!(
+            unsettled(&deploy.join("code"), &generated[..1]),
+            [Unsettled::Within(
+                deploy.clone(),
+                "output directory".to_owned()
+            )]
+        );
+        // The image stage's last resort names every one too.
+        fs::remove_file(p.join(".dockerignore")).unwrap();
+        fs::create_dir_all(&build).unwrap();
+        fs::write(build.join("docker-bake.hcl"), "").unwrap();
+        let e = tag(p, b"FROM x", &[&deploy, &build]).unwrap_err();
+        assert_eq!(
+            e,
+            "the build context includes `.git/`, `deploy/` and `out/`, which change with every commit or build; add them to the context's .dockerignore"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::load;
 use crate::model::Job;
 
 pub use bake::BAKE_FILE;
-pub use context::ContextPrint;
+pub use context::{ContextPrint, Unsettled, unsettled};
 
 /// Hex digits of the content hash in image tags.
 pub const TAG_LEN: usize = 12;

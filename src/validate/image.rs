@@ -84,6 +84,7 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
         );
         return;
     }
+    unsettled(cx, &build.context, &context, vcx);
     for (field, value) in [
         ("entrypoint", Some(&build.entrypoint)),
         ("requirements", build.requirements.as_ref()),
@@ -108,6 +109,46 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
                 ),
                 "paths in `build` other than `context` are relative to the context",
             );
+        }
+    }
+}
+
+/// A context that holds `.git` or a directory trainc writes would give the
+/// image a new tag with every commit or build, and the run would start
+/// again each time. Each such entry is its own finding, so that one run
+/// names them all.
+fn unsettled(cx: &mut Ctx, written: &str, context: &Path, vcx: &Context) {
+    const AT: &str = "/spec/build/context";
+    // The file to edit, from the project root as the definitions are named.
+    let def_dir = Path::new(&cx.doc.file.name)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let ignore = crate::load::normalize(&def_dir.join(written).join(".dockerignore"));
+    for entry in crate::image::unsettled(context, vcx.generated) {
+        match entry {
+            crate::image::Unsettled::Git(rel) => cx.error(
+                AT,
+                format!(
+                    "the build context includes `{rel}`, which changes with every commit: so would the image tag, and the run would start again each time"
+                ),
+                format!("add a line `{rel}` to {ignore}"),
+            ),
+            crate::image::Unsettled::Written(rel, what) => cx.error(
+                AT,
+                format!(
+                    "the build context includes the {what} `{rel}`, which every build rewrites: the image tag would never settle"
+                ),
+                format!("add a line `{rel}` to {ignore}"),
+            ),
+            crate::image::Unsettled::Within(dir, what) => cx.error(
+                AT,
+                format!(
+                    "the build context lies inside the {what} `{}`, which every build rewrites: the image tag would never settle",
+                    crate::load::display_name(vcx.root, &dir)
+                ),
+                "point `build.context` at a directory that trainc does not write",
+            ),
         }
     }
 }

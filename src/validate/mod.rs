@@ -30,6 +30,9 @@ pub struct Context<'a> {
     pub library: &'a Library,
     /// The project root: document names are relative to it.
     pub root: &'a Path,
+    /// The directories trainc writes, with what each is: no build context
+    /// may include them.
+    pub generated: &'a [(&'a Path, String)],
 }
 
 /// The resolved jobs and the warnings about them.
