@@ -71,6 +71,11 @@ pub(super) fn run_local(
     };
     crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
     if crate::run::uses_python(&job) {
+        let _ = writeln!(
+            stdout,
+            "{}",
+            crate::run::preflight_status(&opts.python, &job)
+        );
         crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
     }
     let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
