@@ -140,7 +140,7 @@ pub enum Command {
         #[arg(value_enum, default_value_t = SchemaKind::Definition)]
         kind: SchemaKind,
     },
-    /// Write a starter project: trainc.yaml, a definition and its schema.
+    /// Write a starter project: trainc.yaml, a definition, the program it trains and the schema.
     Init {
         /// Directory to write into.
         #[arg(default_value = ".")]
