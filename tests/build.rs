@@ -313,7 +313,7 @@ fn init_writes_a_project_that_builds_and_refuses_to_overwrite() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "wrote trainc.yaml\nwrote jobs/digits.yaml\nwrote schema/trainingjob.schema.json\n"
+        "wrote trainc.yaml\nwrote jobs/digits.yaml\nwrote train/train.py\nwrote train/requirements.txt\nwrote schema/trainingjob.schema.json\n"
     );
     let v = run(dir.path(), &["validate"]);
     assert!(v.status.success(), "{}", stderr(&v));
@@ -337,15 +337,26 @@ fn init_writes_a_project_that_builds_and_refuses_to_overwrite() {
 
 #[test]
 fn init_sets_the_project_target() {
-    for (target, run_file) in [
-        ("kubernetes", "job-digits-worker-1.yaml"),
-        ("jobset", "jobset-digits.yaml"),
-        ("tfjob", "tfjob-digits.yaml"),
+    for (framework, target, run_file) in [
+        ("tensorflow", "kubernetes", "job-digits-chief-0.yaml"),
+        ("tensorflow", "jobset", "jobset-digits.yaml"),
+        ("tensorflow", "tfjob", "tfjob-digits.yaml"),
+        ("pytorch", "kubernetes", "job-digits-worker.yaml"),
+        ("pytorch", "jobset", "jobset-digits.yaml"),
+        ("pytorch", "pytorchjob", "pytorchjob-digits.yaml"),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let o = run(
             dir.path(),
-            &["init", "--name", "digits", "--target", target],
+            &[
+                "init",
+                "--name",
+                "digits",
+                "--framework",
+                framework,
+                "--target",
+                target,
+            ],
         );
         assert!(o.status.success(), "{}", stderr(&o));
         let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
@@ -360,7 +371,7 @@ fn init_sets_the_project_target() {
                 .join("deploy/default/digits")
                 .join(run_file)
                 .exists(),
-            "{target}"
+            "{framework} {target}"
         );
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -371,7 +382,140 @@ fn init_sets_the_project_target() {
         "{}",
         stderr(&o)
     );
-    assert!(!dir.path().join("trainc.yaml").exists());
+    let o = run(dir.path(), &["init", "--framework", "jax"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown framework `jax`: use tensorflow or pytorch"),
+        "{}",
+        stderr(&o)
+    );
+    // An operator's target runs its own framework only: refused before
+    // anything is written, with the way out.
+    for (args, message) in [
+        (
+            &["init", "--target", "pytorchjob"][..],
+            "error: --target pytorchjob: that target runs PyTorch jobs, and the starter is a TensorFlow job\n \
+             |\n \
+             = help: pass `--framework pytorch` for a PyTorch starter, or `--target tfjob`, `jobset` or `kubernetes`\n",
+        ),
+        (
+            &["init", "--framework", "pytorch", "--target", "tfjob"][..],
+            "error: --target tfjob: that target runs TensorFlow jobs, and the starter is a PyTorch job\n \
+             |\n \
+             = help: pass `--framework tensorflow` for a TensorFlow starter, or `--target pytorchjob`, `jobset` or `kubernetes`\n",
+        ),
+    ] {
+        let o = run(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).starts_with(message), "{}", stderr(&o));
+    }
+    assert_eq!(fs::read_dir(dir.path()).expect("read").count(), 0);
+}
+
+/// What `trainc init` writes builds and validates as written, and what the
+/// build writes passes the checks the examples' output passes: the
+/// manifests kubernetes-validate's (strict, Kubernetes 1.33), the
+/// Dockerfile hadolint's. The program itself runs in tests/local_run.rs.
+#[test]
+fn init_then_build_then_validate_passes_the_external_checks() {
+    for (framework, deploy, build) in [
+        (
+            "tensorflow",
+            vec![
+                "configmap-mnist-cluster-spec.yaml",
+                "deployment-mnist-tensorboard.yaml",
+                "job-mnist-chief-0.yaml",
+                "job-mnist-ps-0.yaml",
+                "job-mnist-worker-0.yaml",
+                "job-mnist-worker-1.yaml",
+                "kustomization.yaml",
+                "networkpolicy-mnist-tensorboard.yaml",
+                "networkpolicy-mnist.yaml",
+                "persistentvolumeclaim-mnist-data.yaml",
+                "service-mnist-tensorboard.yaml",
+                "service-mnist.yaml",
+            ],
+            "updated deploy: 13 created, 0 updated, 0 deleted, 0 unchanged\n\
+             updated build: 3 created, 0 updated, 0 deleted, 0 unchanged\n",
+        ),
+        (
+            "pytorch",
+            vec![
+                "deployment-mnist-tensorboard.yaml",
+                "job-mnist-worker.yaml",
+                "kustomization.yaml",
+                "networkpolicy-mnist-tensorboard.yaml",
+                "networkpolicy-mnist.yaml",
+                "persistentvolumeclaim-mnist-data.yaml",
+                "service-mnist-tensorboard.yaml",
+                "service-mnist.yaml",
+            ],
+            "updated deploy: 9 created, 0 updated, 0 deleted, 0 unchanged\n\
+             updated build: 3 created, 0 updated, 0 deleted, 0 unchanged\n",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let o = run(dir.path(), &["init", "--framework", framework]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let b = run(dir.path(), &["build"]);
+        assert!(b.status.success(), "{}", stderr(&b));
+        assert_eq!(stdout(&b), build, "{framework}");
+        let v = run(dir.path(), &["validate"]);
+        assert!(v.status.success(), "{}", stderr(&v));
+        assert_eq!(stdout(&v), "1 job valid\n");
+        let job = dir.path().join("deploy/default/mnist");
+        let written: Vec<String> = common::read_tree(&job).into_keys().collect();
+        assert_eq!(written, deploy, "{framework}");
+        assert_eq!(
+            common::read_tree(&dir.path().join("build"))
+                .into_keys()
+                .collect::<Vec<_>>(),
+            [
+                "default/mnist/Dockerfile",
+                "default/mnist/tensorboard.Dockerfile",
+                "docker-bake.hcl"
+            ],
+            "{framework}"
+        );
+        // The image runs what the definition names, from the context.
+        let dockerfile =
+            fs::read_to_string(dir.path().join("build/default/mnist/Dockerfile")).expect("read");
+        assert!(
+            dockerfile.contains("CMD [\"python\", \"/app/train.py\"]")
+                && dockerfile.contains("COPY requirements.txt ./requirements.txt"),
+            "{dockerfile}"
+        );
+        if let Some(validator) = common::tool("TRAINC_KUBERNETES_VALIDATE", "kubernetes-validate") {
+            let o = std::process::Command::new(&validator)
+                .args(["--strict", "--kubernetes-version", "1.33.0", "--quiet"])
+                .args(
+                    deploy
+                        .iter()
+                        .filter(|f| **f != "kustomization.yaml")
+                        .map(|f| job.join(f)),
+                )
+                .output()
+                .expect("kubernetes-validate runs");
+            let out = format!("{}{}", stdout(&o), stderr(&o));
+            assert!(o.status.success(), "{framework}:\n{out}");
+            assert!(!out.contains("Couldn't find schema"), "{framework}:\n{out}");
+        }
+        if let Some(hadolint) = common::tool("TRAINC_HADOLINT", "hadolint") {
+            for file in ["Dockerfile", "tensorboard.Dockerfile"] {
+                let o = std::process::Command::new(&hadolint)
+                    .args(["--failure-threshold", "style"])
+                    .arg(dir.path().join("build/default/mnist").join(file))
+                    .output()
+                    .expect("hadolint runs");
+                assert!(
+                    o.status.success() && o.stdout.is_empty(),
+                    "{framework} {file}: {}{}",
+                    stdout(&o),
+                    stderr(&o)
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -83,21 +83,32 @@ const RESNET: Step = CopyEdit(
 /// Every `console` block, in document order (docs in the order of
 /// [`docs`]).
 const EXAMPLES: &[Example] = &[
+    // The walkthrough: the starter, a misspelt field, then the build.
+    Example {
+        doc: "README.md",
+        first: "$ trainc init",
+        sandbox: Empty,
+        before: &[],
+    },
     Example {
         doc: "README.md",
         first: "$ trainc validate",
-        sandbox: Scratch("mnist"),
+        sandbox: Same,
         before: &[Edit(
             "jobs/mnist.yaml",
-            "worker: {replicas: 2,",
-            "worker: {replica: 2,",
+            "    worker:\n      replicas: 2",
+            "    worker:\n      replica: 2",
         )],
     },
     Example {
         doc: "README.md",
         first: "$ trainc build",
-        sandbox: Scratch("mnist"),
-        before: &[],
+        sandbox: Same,
+        before: &[Edit(
+            "jobs/mnist.yaml",
+            "    worker:\n      replica: 2",
+            "    worker:\n      replicas: 2",
+        )],
     },
     // "when the last job drops `build`"
     Example {
@@ -276,6 +287,12 @@ variants:
     Example {
         doc: "docs/project.md",
         first: "$ trainc init",
+        sandbox: Empty,
+        before: &[],
+    },
+    Example {
+        doc: "docs/project.md",
+        first: "$ trainc init --target pytorchjob",
         sandbox: Empty,
         before: &[],
     },

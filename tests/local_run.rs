@@ -2,6 +2,8 @@
 //! parameter server and two workers on 127.0.0.1, with TensorFlow from the
 //! virtual environment `tests/run.sh` prepares (`TRAINC_TEST_PYTHON`).
 //! Dataset: scikit-learn's bundled 8x8 digits (1,797 images; 360 held out).
+//! So does the starter `trainc init` writes, with its bundled defaults, for
+//! TensorFlow and for PyTorch (`TRAINC_TORCH_PYTHON`).
 
 mod common;
 
@@ -24,10 +26,22 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
-/// `trainc run --local` of the MNIST example's `definition` with TensorFlow,
-/// work directory `<dir>/run`; asserts that it succeeded, that the first line
-/// names `tasks`, and that each of them ended on its own, killed by no one.
-/// Returns stdout.
+/// Asserts that `text` has each of `lines` (a line's start) in this order.
+fn assert_in_order(text: &str, lines: &[&str]) {
+    let mut rest = text.lines();
+    for want in lines {
+        assert!(
+            rest.any(|l| l.starts_with(want)),
+            "no line `{want}` after the ones before it in:\n{text}"
+        );
+    }
+}
+
+/// `trainc run --local` of `definition` with `python`, work directory
+/// `<dir>/run`; asserts that it succeeded, that it said what it was doing
+/// while nothing else did (checking the interpreter, then the tasks; waiting
+/// for the servers until every one listens), and that each task ended on
+/// its own, killed by no one. Returns stdout.
 fn train(dir: &Path, definition: &str, args: &[&str], python: &Path, tasks: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
         .current_dir(dir)
@@ -41,10 +55,24 @@ fn train(dir: &Path, definition: &str, args: &[&str], python: &Path, tasks: &[&s
         .expect("trainc runs");
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    let first = out.lines().next().unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
     assert!(
-        first.contains(&format!("{} tasks ({})", tasks.len(), tasks.join(", "))),
+        lines[0].starts_with("checking the Python environment: importing ")
+            && lines[0].ends_with(&format!(" with `{}`", python.display())),
         "{out}"
+    );
+    assert!(
+        lines[1].starts_with("running ")
+            && lines[1].contains(&format!("{} tasks ({})", tasks.len(), tasks.join(", "))),
+        "{out}"
+    );
+    // Before the first task exits: the servers listen until training ends.
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("trainc: ")).collect();
+    assert!(
+        notes[0].starts_with("trainc: waiting for the servers to listen: ")
+            && notes[1].starts_with("trainc: every server is listening, ")
+            && notes[2].contains(" exited: "),
+        "{err}"
     );
     for task in tasks {
         assert!(
@@ -53,6 +81,7 @@ fn train(dir: &Path, definition: &str, args: &[&str], python: &Path, tasks: &[&s
         );
     }
     assert!(!err.contains("killing"), "{err}");
+    assert!(!err.contains("still running after"), "{err}");
     out
 }
 
@@ -80,7 +109,7 @@ fn mnist_trains_locally_to_the_end_and_leaves_no_process_behind() {
         &python,
         &["chief-0", "ps-0", "worker-0", "worker-1"],
     );
-    assert!(out.starts_with("running ml/mnist locally: "), "{out}");
+    assert!(out.contains("\nrunning ml/mnist locally: "), "{out}");
     let accuracy: f64 = out
         .lines()
         .find_map(|l| l.strip_prefix("[chief-0] test accuracy: "))
@@ -121,7 +150,7 @@ fn the_collective_strategy_trains_locally_with_workers_only() {
         &["worker-0", "worker-1"],
     );
     assert!(
-        out.starts_with("running ml/mnist-collective locally: "),
+        out.contains("\nrunning ml/mnist-collective locally: "),
         "{out}"
     );
     // Both copies of the model saw the same averaged gradients: they agree.
@@ -161,7 +190,7 @@ fn pytorch_ddp_trains_locally_on_two_nodes() {
         &python,
         &["worker-0", "worker-1"],
     );
-    assert!(out.starts_with("running ml/digits locally: "), "{out}");
+    assert!(out.contains("\nrunning ml/digits locally: "), "{out}");
     let accuracy = |rank: u32| -> f64 {
         let prefix = format!("[worker-{rank}] rank {rank} of 2 finished: test accuracy ");
         out.lines()
@@ -179,6 +208,79 @@ fn pytorch_ddp_trains_locally_on_two_nodes() {
         processes_mentioning(&work.display().to_string()).is_empty(),
         "ranks left running"
     );
+}
+
+/// `trainc init`'s starter for `framework`, run as written: the bundled
+/// defaults, the program in `train/` found through the build context.
+/// Returns the project directory and stdout.
+fn init_and_train(framework: &str, python: &Path, tasks: &[&str]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["init", "--framework", framework]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = train(dir.path(), "jobs/mnist.yaml", &[], python, tasks);
+    assert!(out.contains("\nrunning default/mnist locally: "), "{out}");
+    assert!(
+        processes_mentioning(&dir.path().display().to_string()).is_empty(),
+        "tasks left running"
+    );
+    (dir, out)
+}
+
+#[test]
+fn the_tensorflow_starter_trains_locally_as_written() {
+    let Some(python) = common::tool("TRAINC_TEST_PYTHON", "python-with-tensorflow") else {
+        return;
+    };
+    // Parameter-server training with the chief TensorFlow 2 needs.
+    let (dir, out) = init_and_train(
+        "tensorflow",
+        &python,
+        &["chief-0", "ps-0", "worker-0", "worker-1"],
+    );
+    let accuracy: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("[chief-0] test accuracy: "))
+        .and_then(|a| a.split(';').next()?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no accuracy line:\n{out}"));
+    assert!(accuracy >= 0.8, "test accuracy {accuracy}");
+    // The servers left on the chief's marker, within the grace period.
+    for server in ["ps 0", "worker 0", "worker 1"] {
+        assert!(
+            out.contains(&format!("{server}: training finished, exiting")),
+            "{out}"
+        );
+    }
+    let model = dir.path().join("run/volumes/data/model");
+    let metrics = std::fs::read_to_string(model.join("metrics.json")).expect("metrics.json");
+    assert!(metrics.contains("\"epochs\": 5"), "{metrics}");
+    assert!(model.join("ckpt-1.index").exists());
+    assert!(
+        std::fs::read_dir(dir.path().join("run/volumes/data/logs"))
+            .expect("TensorBoard logs")
+            .count()
+            > 0
+    );
+}
+
+#[test]
+fn the_pytorch_starter_trains_locally_as_written() {
+    let Some(python) = common::tool("TRAINC_TORCH_PYTHON", "python-with-torch") else {
+        return;
+    };
+    let (dir, out) = init_and_train("pytorch", &python, &["worker-0", "worker-1"]);
+    let accuracy = |rank: u32| -> f64 {
+        let prefix = format!("[worker-{rank}] rank {rank} of 2 finished: test accuracy ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("rank {rank} did not finish:\n{out}"))
+    };
+    assert_eq!(accuracy(0), accuracy(1), "{out}");
+    assert!(accuracy(0) >= 0.8, "{out}");
+    let model = dir.path().join("run/volumes/data/model");
+    let metrics = std::fs::read_to_string(model.join("metrics.json")).expect("metrics.json");
+    assert!(metrics.contains("\"world_size\": 2"), "{metrics}");
+    assert!(model.join("model.pt").exists());
 }
 
 /// Without PyTorch, a PyTorch job stops before anything starts.
@@ -218,6 +320,10 @@ fn a_python_without_tensorflow_is_a_clear_error() {
     };
     let o = with_python("/nonexistent/python3");
     assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stdout(&o),
+        "checking the Python environment: importing TensorFlow with `/nonexistent/python3`\n"
+    );
     let err = stderr(&o);
     assert!(
         err.contains("cannot run the Python interpreter `/nonexistent/python3`")
@@ -319,7 +425,22 @@ fn output_is_prefixed_paths_are_mapped_and_servers_are_stopped_after_the_chief()
     assert!(out.contains("[worker-1] up\n"), "{out}");
     assert!(err.contains("[chief-0] oops\n"), "{err}");
     assert_eq!(std::fs::read_to_string(&mapped).expect("written"), "done\n");
-    assert!(err.contains("trainc: chief-0 exited: exit code 0"), "{err}");
+    // No Python: nothing to check first. The scripts never listen, so the
+    // wait for the servers ends without a word when training does.
+    assert!(
+        out.starts_with("running ml/scripts locally: 4 tasks"),
+        "{out}"
+    );
+    assert!(!err.contains("every server is listening"), "{err}");
+    assert_in_order(
+        &err,
+        &[
+            "trainc: waiting for the servers to listen: chief-0 on port ",
+            "trainc: chief-0 exited: exit code 0",
+            "trainc: training is over; waiting up to 15 s for ps-0, worker-0, worker-1 to exit on their own",
+            "trainc: ps-0, worker-0, worker-1 still running after 15 s; stopping them",
+        ],
+    );
     assert!(processes_mentioning(&dir.path().display().to_string()).is_empty());
     assert!(processes_mentioning("sleep 1001").is_empty());
 }

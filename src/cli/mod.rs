@@ -171,7 +171,7 @@ pub enum Command {
         #[arg(value_enum, default_value_t = SchemaKind::Definition)]
         kind: SchemaKind,
     },
-    /// Write a starter project: trainc.yaml, a definition and its schema.
+    /// Write a starter project: trainc.yaml, a definition, the program it trains and the schema.
     #[command(after_help = help::INIT.after_help())]
     Init {
         /// Directory to write into.
@@ -184,10 +184,14 @@ pub enum Command {
         #[arg(long, default_value = "default")]
         namespace: String,
         /// The project's default target: `kubernetes` (plain Jobs), `jobset`
-        /// (the JobSet controller) or `tfjob` (the Kubeflow Training Operator);
-        /// the starter is a TensorFlow job, which `pytorchjob` does not run.
+        /// (the JobSet controller), `tfjob` (the Kubeflow Training Operator,
+        /// TensorFlow starter only) or `pytorchjob` (the same, PyTorch only).
         #[arg(long, default_value = "kubernetes", value_parser = parse_target)]
         target: Target,
+        /// The starter's framework: `tensorflow` (parameter-server training
+        /// with a chief) or `pytorch` (DDP on two nodes).
+        #[arg(long, default_value = "tensorflow", value_parser = crate::init::parse_framework)]
+        framework: crate::model::definition::Framework,
         /// Overwrite existing files.
         #[arg(long)]
         force: bool,
@@ -370,6 +374,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             name,
             namespace,
             target,
+            framework,
             force,
             format,
         } => {
@@ -377,6 +382,7 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 name: &name,
                 namespace: &namespace,
                 target,
+                framework,
             };
             init::init(&cwd, out, &dir, &starter, force, format)
         }

@@ -74,11 +74,6 @@ pub(super) fn run_local(
         replicas,
     };
     crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
-    if crate::run::uses_python(&job) {
-        crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
-    }
-    let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
-    let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
     // With `--format json` stdout holds the summary alone: the rest is for
     // people, on stderr.
     let mut say = |line: &str| {
@@ -88,6 +83,12 @@ pub(super) fn run_local(
             writeln!(stdout, "{line}")
         };
     };
+    if crate::run::uses_python(&job) {
+        say(&crate::run::preflight_status(&opts.python, &job));
+        crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
+    }
+    let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
+    let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
     say(&format!(
         "running {}/{} locally: {} ({}), work directory {}",
         job.namespace,

@@ -34,6 +34,9 @@ pub struct Task {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// The local port the task's server will listen on: a TensorFlow
+    /// task's own, or node 0's rendezvous. trainc says when they all do.
+    pub listens: Option<u16>,
 }
 
 /// What the user chose for the local run.
@@ -249,6 +252,7 @@ fn tensorflow_tasks(
                 program: program.clone(),
                 args,
                 env: local_env(job, role, env, map),
+                listens: assigned.get(&(role.kind, i)).copied(),
             });
         }
     }
@@ -309,6 +313,8 @@ fn pytorch_tasks(
                 program: program.clone(),
                 args,
                 env: local_env(job, role, env, map),
+                // Rank 0 holds the rendezvous (the TCP store).
+                listens: (node == 0 && local == 0).then_some(port),
             });
         }
     }
@@ -426,6 +432,19 @@ pub fn notes(job: &Job, is_set: impl Fn(&str) -> bool) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the preflight check does, said before it starts: importing the
+/// framework takes seconds.
+pub fn preflight_status(python: &Path, job: &Job) -> String {
+    let name = match job.framework {
+        Framework::Tensorflow(_) => "TensorFlow",
+        Framework::Pytorch(_) => "PyTorch",
+    };
+    format!(
+        "checking the Python environment: importing {name} with `{}`",
+        python.display()
+    )
 }
 
 /// Checks that `python` runs and has the job's framework, before starting

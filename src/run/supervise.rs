@@ -3,6 +3,7 @@
 //! run: not on success, not on failure, not on Ctrl-C.
 
 use std::io::{BufRead as _, BufReader, Read, Write as _};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -76,12 +77,14 @@ pub fn supervise(
             }
         }
     }
+    let mut servers = Servers::new(&running);
     let mut outcome = loop {
         if interrupted.load(Ordering::Relaxed) {
             note("interrupted; stopping every task");
             break 130;
         }
         reap(&mut running);
+        servers.look(&running);
         if let Some(failed) = running
             .iter()
             .find(|r| r.status.is_some_and(|s| !s.success()))
@@ -101,8 +104,13 @@ pub fn supervise(
         }
         thread::sleep(POLL);
     };
-    if outcome == 0 {
+    if outcome == 0 && running.iter().any(|r| r.status.is_none()) {
         // Let the servers notice the end and leave by themselves.
+        note(&format!(
+            "training is over; waiting up to {} s for {} to exit on their own",
+            GRACE.as_secs(),
+            still_running(&running)
+        ));
         let until = Instant::now() + GRACE;
         while Instant::now() < until && running.iter().any(|r| r.status.is_none()) {
             if interrupted.load(Ordering::Relaxed) {
@@ -112,6 +120,13 @@ pub fn supervise(
             }
             thread::sleep(POLL);
             reap(&mut running);
+        }
+        if outcome == 0 && running.iter().any(|r| r.status.is_none()) {
+            note(&format!(
+                "{} still running after {} s; stopping them",
+                still_running(&running),
+                GRACE.as_secs()
+            ));
         }
     }
     stop(&mut running);
@@ -127,6 +142,75 @@ pub fn supervise(
             .map(|r| (r.task.name, r.status))
             .collect(),
     })
+}
+
+/// The tasks still running, for a note: `ps-0, worker-1`.
+fn still_running(running: &[Running]) -> String {
+    running
+        .iter()
+        .filter(|r| r.status.is_none())
+        .map(|r| r.task.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The tasks' servers (`Task::listens`) trainc waits to see listening, so
+/// that the seconds a framework takes to start are not silent: one note
+/// when the wait starts and one when every server accepts connections.
+/// Looking is a TCP connection to 127.0.0.1, closed at once; it never holds
+/// up the run, and a task that exits first is no longer waited for.
+struct Servers {
+    /// Index into the running tasks, and the port.
+    pending: Vec<(usize, u16)>,
+    since: Instant,
+    /// A server exited before it listened: "every server" is no longer true.
+    lost: bool,
+}
+
+impl Servers {
+    fn new(running: &[Running]) -> Servers {
+        let pending: Vec<(usize, u16)> = running
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.task.listens.map(|p| (i, p)))
+            .collect();
+        if !pending.is_empty() {
+            note(&format!(
+                "waiting for the servers to listen: {}",
+                pending
+                    .iter()
+                    .map(|&(i, port)| format!("{} on port {port}", running[i].task.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Servers {
+            pending,
+            since: Instant::now(),
+            lost: false,
+        }
+    }
+
+    fn look(&mut self, running: &[Running]) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let lost = &mut self.lost;
+        self.pending.retain(|&(i, port)| {
+            if running[i].status.is_some() {
+                *lost = true;
+                return false;
+            }
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            TcpStream::connect_timeout(&addr, POLL).is_err()
+        });
+        if self.pending.is_empty() && !self.lost {
+            note(&format!(
+                "every server is listening, {:.1} s after the start",
+                self.since.elapsed().as_secs_f64()
+            ));
+        }
+    }
 }
 
 /// Notes the tasks that have exited since the last look.
