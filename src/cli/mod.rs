@@ -8,6 +8,7 @@ mod init;
 mod run_local;
 mod targets;
 mod validate;
+mod version;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -22,7 +23,8 @@ use crate::validate::schema;
 #[derive(Debug, Parser)]
 #[command(
     name = "trainc",
-    version,
+    version = version::short(),
+    long_version = version::long(),
     about = "Compile distributed training definitions into deterministic Kubernetes manifests"
 )]
 pub struct Cli {
