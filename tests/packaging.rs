@@ -233,6 +233,31 @@ fn readme_snippets_are_the_shipped_hooks_as_local_hooks() {
     }
 }
 
+/// Every `trainc==` pin in the docs is this version.
+#[test]
+fn docs_pin_this_version() {
+    for path in ["README.md", "docs/gitops.md"] {
+        let text = fs::read_to_string(root().join(path)).expect("read");
+        let pins: Vec<&str> = text
+            .match_indices("trainc==")
+            .map(|(at, _)| {
+                let rest = &text[at + "trainc==".len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+                    .unwrap_or(rest.len());
+                &rest[..end]
+            })
+            .collect();
+        assert!(!pins.is_empty(), "{path} pins no version");
+        for pin in pins {
+            assert_eq!(
+                pin, VERSION,
+                "{path} pins trainc=={pin}, not Cargo.toml's version"
+            );
+        }
+    }
+}
+
 /// A git repository holding the MNIST example with its output built and
 /// committed, and the given `.pre-commit-config.yaml`.
 fn repository(trainc: &Path, config: &str, env: &[(&str, OsString)]) -> tempfile::TempDir {
