@@ -28,15 +28,19 @@ fn output_dir() -> String {
     project["output"].as_str().expect("output").to_owned()
 }
 
-/// The README's `.pre-commit-config.yaml` snippet.
-fn readme_snippet() -> String {
-    let readme = fs::read_to_string(root().join("README.md")).expect("read");
-    let start = readme
-        .find("```yaml\n# .pre-commit-config.yaml\n")
-        .expect("README has a .pre-commit-config.yaml snippet")
-        + "```yaml\n".len();
-    let end = start + readme[start..].find("```").expect("closed");
-    readme[start..end].to_owned()
+/// The `.pre-commit-config.yaml` snippets of a Markdown file: the YAML
+/// blocks whose first line is a `# .pre-commit-config.yaml` comment.
+fn config_snippets(path: &str) -> Vec<String> {
+    let text = fs::read_to_string(root().join(path)).expect("read");
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("```yaml\n# .pre-commit-config.yaml") {
+        let start = at + "```yaml\n".len();
+        let len = rest[start..].find("```").expect("closed");
+        out.push(rest[start..start + len].to_owned());
+        rest = &rest[start + len..];
+    }
+    out
 }
 
 /// Every file in docs/gitops/ appears in docs/gitops.md byte for byte, so
@@ -217,21 +221,59 @@ fn pre_commit_hooks_run_the_commands_they_promise() {
     assert_eq!(run(dir.path(), &args(&check)).status.code(), Some(0));
 }
 
-/// The README's `.pre-commit-config.yaml` snippet names hooks that exist.
+/// The README has two snippets (`repo: local` hooks: tests/packaging.rs
+/// runs them); docs/gitops.md pins this repository's hook manifest to a
+/// commit, never to a tag: one that exists, holding the hooks it names.
 #[test]
-fn readme_pre_commit_snippet_uses_the_shipped_hooks() {
-    let config: Value = serde_saphyr::from_str(&readme_snippet()).expect("snippet parses");
-    let shipped = one(".pre-commit-hooks.yaml");
-    let ids: Vec<&Value> = shipped
+fn gitops_page_pins_the_shipped_hooks_to_a_commit() {
+    assert_eq!(config_snippets("README.md").len(), 2);
+    let snippets = config_snippets("docs/gitops.md");
+    let [snippet] = snippets.as_slice() else {
+        panic!("docs/gitops.md: expected one snippet, found {snippets:?}");
+    };
+    let config: Value = serde_saphyr::from_str(snippet).expect("snippet parses");
+    let repo = &config["repos"][0];
+    let rev = repo["rev"].as_str().expect("rev");
+    assert!(
+        rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit()),
+        "rev {rev} is not a full commit hash"
+    );
+    let used: Vec<&Value> = repo["hooks"]
+        .as_array()
+        .expect("hooks")
+        .iter()
+        .map(|h| &h["id"])
+        .collect();
+    assert_eq!(used, ["trainc-validate", "trainc-check"]);
+
+    // The commit is one of this repository's, and its manifest has the
+    // hooks. A shallow clone may lack it: then only the form is checked.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(root())
+            .output()
+            .expect("git runs")
+    };
+    if !root().join(".git").exists()
+        || String::from_utf8_lossy(&git(&["rev-parse", "--is-shallow-repository"]).stdout).trim()
+            != "false"
+    {
+        eprintln!("skipping the commit check: not a full git clone");
+        return;
+    }
+    let manifest = git(&["show", &format!("{rev}:.pre-commit-hooks.yaml")]);
+    assert!(manifest.status.success(), "{}", stderr(&manifest));
+    let manifest: Value =
+        serde_saphyr::from_str(&String::from_utf8_lossy(&manifest.stdout)).expect("parses");
+    let ids: Vec<&Value> = manifest
         .as_array()
         .expect("list")
         .iter()
         .map(|h| &h["id"])
         .collect();
-    let used = config["repos"][0]["hooks"].as_array().expect("hooks");
-    assert_eq!(used.len(), 2);
-    for h in used {
-        assert!(ids.contains(&&h["id"]), "{}", h["id"]);
+    for id in used {
+        assert!(ids.contains(&id), "{id} is not a hook at {rev}");
     }
 }
 
@@ -255,19 +297,27 @@ fn ci_recipe_checks_for_stale_output_and_publishes_the_diff() {
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("### trainc diff"));
 }
 
-/// pre-commit's own checks of the hooks manifest and of the README snippet.
+/// pre-commit's own checks of the hooks manifest and of every
+/// `.pre-commit-config.yaml` snippet in the README and docs/gitops.md.
 #[test]
-fn pre_commit_accepts_the_manifest_and_the_snippet() {
+fn pre_commit_accepts_the_manifest_and_the_snippets() {
     let Some(pre_commit) = common::tool("TRAINC_PRE_COMMIT", "pre-commit") else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join(".pre-commit-config.yaml");
-    fs::write(&config, readme_snippet()).expect("write");
-    for (cmd, file) in [
-        ("validate-manifest", root().join(".pre-commit-hooks.yaml")),
-        ("validate-config", config),
-    ] {
+    let mut files = vec![("validate-manifest", root().join(".pre-commit-hooks.yaml"))];
+    let snippets = [
+        config_snippets("README.md"),
+        config_snippets("docs/gitops.md"),
+    ]
+    .concat();
+    assert_eq!(snippets.len(), 3);
+    for (i, snippet) in snippets.iter().enumerate() {
+        let config = dir.path().join(format!("config-{i}.yaml"));
+        fs::write(&config, snippet).expect("write");
+        files.push(("validate-config", config));
+    }
+    for (cmd, file) in files {
         let o = std::process::Command::new(&pre_commit)
             .arg(cmd)
             .arg(&file)
@@ -275,7 +325,8 @@ fn pre_commit_accepts_the_manifest_and_the_snippet() {
             .expect("pre-commit runs");
         assert!(
             o.status.success(),
-            "pre-commit {cmd}: {}{}",
+            "pre-commit {cmd} {}: {}{}",
+            file.display(),
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );

