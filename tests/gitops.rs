@@ -285,10 +285,10 @@ fn ci_recipe_checks_for_stale_output_and_publishes_the_diff() {
     let steps = wf["jobs"]["manifests"]["steps"].as_array().expect("steps");
     let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
     let has = |cmd: &str| runs.iter().any(|r| r.contains(cmd));
-    assert!(has("trainc validate"));
+    assert!(has("trainc validate --format github"));
     assert!(has("trainc diff --format markdown"));
     assert!(has("test \"$status\" -le 1"));
-    assert!(runs.last().expect("steps").trim() == "trainc build --check");
+    assert!(runs.last().expect("steps").trim() == "trainc build --check --format github");
 
     // And the commands do what the recipe relies on.
     let dir = scratch_example("mnist");

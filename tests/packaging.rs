@@ -236,7 +236,11 @@ fn readme_snippets_are_the_shipped_hooks_as_local_hooks() {
 /// Every `trainc==` pin in the docs is this version.
 #[test]
 fn docs_pin_this_version() {
-    for path in ["README.md", "docs/gitops.md"] {
+    for path in [
+        "README.md",
+        "docs/gitops.md",
+        "docs/gitops/github-actions.yaml",
+    ] {
         let text = fs::read_to_string(root().join(path)).expect("read");
         let pins: Vec<&str> = text
             .match_indices("trainc==")
