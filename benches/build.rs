@@ -452,6 +452,7 @@ fn cold_phase(project: &Project, args: &Args) -> Cold {
         cp_sync: Series::default(),
     };
     for run in 0..args.runs {
+        eprintln!("cold build and cp -r, run {} of {}", run + 1, args.runs);
         // A fresh output directory and a fresh cache: nothing to reuse.
         let out = format!("cold-{run}");
         sync();
@@ -540,7 +541,8 @@ fn edit_phase(project: &Project, args: &Args) -> Edits {
     let out = project.dir().join(OUT);
     let mut edits = Edits::default();
     settle(project);
-    for _ in 0..args.runs {
+    for run in 0..args.runs {
+        eprintln!("no-op and edits, run {} of {}", run + 1, args.runs);
         let before = stamps(&out);
         sync();
         edits.noop.0.push(project.trainc(&["build"], OUT, CACHE, 0));
@@ -569,6 +571,7 @@ struct FsResult {
 }
 
 fn bench_on(label: String, root: &Path, args: &Args) -> FsResult {
+    eprintln!("{label}: generating {} definitions", args.jobs);
     let load_before = load();
     let project = Project::generate(root, args);
     let cold = wants(args.phase, true).then(|| cold_phase(&project, args));
@@ -602,6 +605,9 @@ fn header(results: &[FsResult]) {
 
 /// One line of wall times: `median (min-max) cpu`.
 fn time_row(label: &str, results: &[FsResult], pick: impl Fn(&FsResult) -> Option<&Series>) {
+    if results.iter().all(|r| pick(r).is_none()) {
+        return; // a phase not run
+    }
     print!("{label:<LABEL$}");
     for r in results {
         let cell = pick(r).map_or_else(
@@ -630,6 +636,9 @@ fn goal_row(
     unit: &str,
     goal: Option<(&str, &dyn Fn(f64) -> bool)>,
 ) {
+    if results.iter().all(|r| value(r).is_none()) {
+        return; // a phase not run
+    }
     print!("{label:<LABEL$}");
     let mut verdicts = Vec::new();
     for r in results {
@@ -788,6 +797,9 @@ fn print_report(args: &Args, results: &[FsResult]) {
         None,
     );
 
+    if results.iter().all(|r| r.edits.is_none()) {
+        return;
+    }
     println!("\nfiles written by a build after the edits");
     header(results);
     for (n, pick) in [
