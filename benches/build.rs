@@ -1,20 +1,33 @@
-//! Wall time and peak memory of `trainc build` over many generated jobs, next
-//! to `cp -r` of the same output tree: the floor for writing those files. Also
-//! a no-op rebuild and `build --check` of the finished tree, which must leave
-//! every file as it was.
+//! What `trainc build` costs, next to the floors it is judged by (issue 14's
+//! goals), on tmpfs (`/dev/shm`) and on disk (`target/bench-scratch`):
 //!
-//! trainc flushes its writes (`syncfs`) and `cp` does not, so the floor is
-//! given both ways: `cp -r`, and `cp -r` followed by `sync`. Every timed run
-//! starts after an untimed `sync`, so no run pays for another's dirty pages.
+//! - cold: a build into an empty directory with an empty cache, against
+//!   `cp -r` of the tree it produced (and `cp -r` + `sync`, since trainc makes
+//!   its writes durable and `cp` does not);
+//! - edits: on a built tree, a cached no-op build (the floor), then after
+//!   editing one definition, and then K, `build --check`, `diff` and `build`;
+//! - peak RSS of every trainc run (`wait4`'s `ru_maxrss`).
 //!
-//! cargo bench --bench build -- [--jobs N] [--runs R] [--ps P] [--workers W]
+//! No timed run deletes anything, and none follows a delete closely: every
+//! timed run writes into a directory of its own (`cold-<run>`, `copy-<run>`),
+//! and the scratch directory is removed only after the last timed run on
+//! its file system. On an ext4 without a journal, creating files right after
+//! deleting many is slowed several times over; a harness that removed each
+//! output before the next run measured that, not trainc. Every timed run
+//! starts after an untimed `sync`, so that none pays for another's dirty
+//! pages, and every edit run starts from the same state: the definitions as
+//! generated, built, and settled by an untimed no-op build.
+//!
+//! cargo bench --bench build -- [--jobs N] [--runs R] [--edits K] [--ps P]
+//!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all]
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use std::{fs, io};
+use std::{fs, io, thread};
 
 const TRAINC: &str = env!("CARGO_BIN_EXE_trainc");
 const DISK_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-scratch");
@@ -54,70 +67,213 @@ spec:
   target: kubernetes
 "#;
 
+/// An edit changes a hyperparameter, which is in every pod's arguments: the
+/// job's files change, and no other job's. Same length, so that nothing but
+/// the bytes tells the edit apart.
+const EDIT_FROM: &str = "learning_rate: 0.001}";
+const EDIT_TO: &str = "learning_rate: 0.002}";
+
+// ---------------------------------------------------------------- arguments
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    First,
+    Second,
+    Both,
+}
+
 struct Args {
     jobs: usize,
     runs: usize,
+    edits: usize,
     ps: usize,
     workers: usize,
+    /// tmpfs, disk.
+    fs: Which,
+    /// cold, edits.
+    phase: Which,
+    /// Run by `cargo test`: one small run on one file system.
+    smoke: bool,
 }
+
+const USAGE: &str = "usage: [--jobs N] [--runs R] [--edits K] [--ps P] [--workers W] \
+                     [--fs tmpfs|disk|all] [--phase cold|edits|all]";
 
 fn parse_args() -> Args {
     let mut args = Args {
         jobs: 1000,
-        runs: 5,
+        runs: 7,
+        edits: 10,
         ps: 2,
         workers: 8,
+        fs: Which::Both,
+        phase: Which::Both,
+        smoke: false,
     };
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
     // binary without it, and then a smoke run keeps the harness working
     // without making the test suite pay for a benchmark.
     if !std::env::args().any(|a| a == "--bench") {
+        args.smoke = true;
         args.jobs = 3;
         args.runs = 1;
+        args.edits = 2;
     }
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--bench" {
+            continue;
+        }
+        let value = it
+            .next()
+            .unwrap_or_else(|| panic!("{flag} needs a value; {USAGE}"));
+        let which = |first: &str, second: &str| match value.as_str() {
+            v if v == first => Which::First,
+            v if v == second => Which::Second,
+            "all" => Which::Both,
+            _ => panic!("{flag} {value:?}: one of {first}, {second}, all"),
+        };
         let slot = match flag.as_str() {
-            "--bench" => continue,
             "--jobs" => &mut args.jobs,
             "--runs" => &mut args.runs,
+            "--edits" => &mut args.edits,
             "--ps" => &mut args.ps,
             "--workers" => &mut args.workers,
-            other => panic!(
-                "unknown argument {other:?}; usage: [--jobs N] [--runs R] [--ps P] [--workers W]"
-            ),
+            "--fs" => {
+                args.fs = which("tmpfs", "disk");
+                continue;
+            }
+            "--phase" => {
+                args.phase = which("cold", "edits");
+                continue;
+            }
+            other => panic!("unknown argument {other:?}; {USAGE}"),
         };
-        let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         *slot = value
             .parse()
             .unwrap_or_else(|e| panic!("{flag} {value:?}: {e}"));
     }
     assert!(
-        args.jobs > 0 && args.runs > 0,
-        "--jobs and --runs must be positive"
+        args.jobs > 0 && args.runs > 0 && args.edits > 0,
+        "--jobs, --runs and --edits must be positive"
+    );
+    assert!(
+        args.edits <= args.jobs,
+        "--edits {} is more than --jobs {}",
+        args.edits,
+        args.jobs
     );
     args
 }
 
-/// Removed on drop, so a failed run (panics unwind) leaves no scratch behind.
-struct Scratch(PathBuf);
+fn wants(which: Which, first: bool) -> bool {
+    which == Which::Both || (which == Which::First) == first
+}
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+// ------------------------------------------------------------ measurements
+
+/// One timed process.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    /// User + system time of the process.
+    cpu: Duration,
+    /// `ru_maxrss`, KiB on Linux.
+    rss_kib: i64,
+}
+
+/// The samples of one measurement over the runs.
+#[derive(Default)]
+struct Series(Vec<Sample>);
+
+impl Series {
+    fn median_by(&self, f: impl Fn(&Sample) -> Duration) -> Duration {
+        let mut sorted: Vec<Duration> = self.0.iter().map(f).collect();
+        sorted.sort();
+        let mid = sorted.len() / 2;
+        match sorted.len() {
+            0 => Duration::ZERO,
+            n if n.is_multiple_of(2) => (sorted[mid - 1] + sorted[mid]) / 2,
+            _ => sorted[mid],
+        }
+    }
+
+    fn median(&self) -> Duration {
+        self.median_by(|s| s.wall)
+    }
+
+    fn cpu(&self) -> Duration {
+        self.median_by(|s| s.cpu)
+    }
+
+    fn min(&self) -> Duration {
+        self.0.iter().map(|s| s.wall).min().unwrap_or_default()
+    }
+
+    fn max(&self) -> Duration {
+        self.0.iter().map(|s| s.wall).max().unwrap_or_default()
+    }
+
+    fn peak_rss_mib(&self) -> f64 {
+        self.0.iter().map(|s| s.rss_kib).max().unwrap_or(0) as f64 / 1024.0
     }
 }
 
-struct Row {
-    label: String,
-    files: usize,
-    build: Vec<Duration>,
-    cp: Vec<Duration>,
-    cp_sync: Vec<Duration>,
-    noop: Vec<Duration>,
-    check: Vec<Duration>,
-    noop_uncached: Vec<Duration>,
-    peak_rss_kib: i64,
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Runs `cmd` to its end; its wall time, CPU time, peak RSS and exit code.
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
+fn measure(cmd: &mut Command) -> (Sample, i32) {
+    let start = Instant::now();
+    let child = cmd.spawn().expect("cannot start a timed process");
+    let pid = libc::pid_t::try_from(child.id()).expect("child pid does not fit pid_t");
+    let mut status = 0;
+    // SAFETY: rusage is plain old data, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // wait4 on this one pid: RUSAGE_CHILDREN would be the max over every child
+    // reaped so far, including earlier runs and cp.
+    loop {
+        // SAFETY: pid is our own unreaped child; status and usage are valid for writes.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if reaped == pid {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        assert_eq!(
+            err.kind(),
+            io::ErrorKind::Interrupted,
+            "wait4 failed: {err}"
+        );
+    }
+    let wall = start.elapsed();
+    assert!(
+        libc::WIFEXITED(status),
+        "{cmd:?} was killed (wait status {status:#x})"
+    );
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    let sample = Sample {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        rss_kib: usage.ru_maxrss,
+    };
+    (sample, libc::WEXITSTATUS(status))
+}
+
+fn sync() {
+    let status = Command::new("sync").status().expect("cannot run sync");
+    assert!(status.success(), "sync failed: {status}");
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn fs_type(path: &Path) -> Option<&'static str> {
@@ -138,59 +294,103 @@ fn fs_type(path: &Path) -> Option<&'static str> {
     })
 }
 
-fn sync() {
-    let status = Command::new("sync").status().expect("cannot run sync");
-    assert!(status.success(), "sync failed: {status}");
+// ------------------------------------------------------------ the project
+
+/// Removed on drop, after the last timed run on its file system (and on a
+/// panic, so that a failed run leaves no scratch behind).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+        sync();
+    }
 }
 
-/// Runs `trainc build [flags] jobs -o <out>` in `dir`, with the build cache
-/// in `dir`; returns wall time and max RSS (KiB).
-#[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
-fn run_trainc(dir: &Path, out: &Path, flags: &[&str]) -> (Duration, i64) {
-    sync();
-    let start = Instant::now();
-    let child = Command::new(TRAINC)
-        .current_dir(dir)
-        .env("TRAINC_CACHE_DIR", dir.join("cache"))
-        .arg("build")
-        .args(flags)
-        .args(["jobs", "-o"])
-        .arg(out)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("cannot start the trainc binary");
-    let pid = libc::pid_t::try_from(child.id()).expect("child pid does not fit pid_t");
-    let mut status = 0;
-    // SAFETY: rusage is plain old data, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // wait4 on this one pid: RUSAGE_CHILDREN would be the max over every child
-    // reaped so far, including earlier runs and cp.
-    loop {
-        // SAFETY: pid is our own unreaped child; status and usage are valid for writes.
-        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if reaped == pid {
-            break;
+/// The generated project in a scratch directory.
+struct Project {
+    scratch: Scratch,
+    /// Each definition's path and generated text.
+    definitions: Vec<(PathBuf, String)>,
+}
+
+impl Project {
+    fn generate(root: &Path, args: &Args) -> Project {
+        let scratch = Scratch(root.join(format!("trainc-bench-{}", std::process::id())));
+        let dir = &scratch.0;
+        fs::create_dir_all(dir.join("jobs")).expect("cannot create the scratch directory");
+        fs::write(dir.join("trainc.yaml"), PROJECT).expect("cannot write trainc.yaml");
+        let definitions = (0..args.jobs)
+            .map(|i| {
+                let name = format!("job-{i:05}");
+                let text = DEFINITION
+                    .replace("NAME", &name)
+                    .replace("WORKERS", &args.workers.to_string())
+                    .replace("PS", &args.ps.to_string());
+                let path = dir.join(format!("jobs/{name}.yaml"));
+                fs::write(&path, &text).expect("cannot write a job definition");
+                (path, text)
+            })
+            .collect();
+        Project {
+            scratch,
+            definitions,
         }
-        let err = io::Error::last_os_error();
-        assert_eq!(
-            err.kind(),
-            io::ErrorKind::Interrupted,
-            "wait4 on trainc failed: {err}"
-        );
     }
-    let elapsed = start.elapsed();
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "trainc build failed (wait status {status:#x}); its stderr is above"
-    );
-    (elapsed, usage.ru_maxrss) // KiB on Linux
+
+    fn dir(&self) -> &Path {
+        &self.scratch.0
+    }
+
+    /// `trainc <args> jobs -o <out>` with its cache in `cache`, which must
+    /// exit with `code`.
+    fn trainc(&self, args: &[&str], out: &str, cache: &str, code: i32) -> Sample {
+        let dir = self.dir();
+        let (sample, got) = measure(
+            Command::new(TRAINC)
+                .current_dir(dir)
+                .env("TRAINC_CACHE_DIR", dir.join(cache))
+                .args(args)
+                .args(["jobs", "-o", out])
+                .stdout(Stdio::null()),
+        );
+        assert_eq!(
+            got, code,
+            "trainc {args:?} -o {out} exited {got}, not {code}; its stderr is above"
+        );
+        sample
+    }
+
+    /// Edits `k` definitions spread over the project; their indices.
+    fn edit(&self, k: usize) -> Vec<usize> {
+        let n = self.definitions.len();
+        let picked: Vec<usize> = (0..k).map(|i| i * n / k + n / (2 * k)).collect();
+        for &i in &picked {
+            let (path, text) = &self.definitions[i];
+            assert!(
+                text.contains(EDIT_FROM),
+                "the definition has no {EDIT_FROM}"
+            );
+            fs::write(path, text.replace(EDIT_FROM, EDIT_TO)).expect("cannot edit a definition");
+        }
+        picked
+    }
+
+    fn restore(&self, edited: &[usize]) {
+        for &i in edited {
+            let (path, text) = &self.definitions[i];
+            fs::write(path, text).expect("cannot restore a definition");
+        }
+    }
 }
 
 /// Every entry below `dir` with its inode, mtime and ctime: equal before and
 /// after only if nothing was written, renamed or deleted.
-fn stamps(dir: &Path) -> Vec<(PathBuf, u64, i64, i64, i64, i64)> {
+type Stamps = HashMap<PathBuf, (bool, u64, i64, i64, i64, i64)>;
+
+fn stamps(dir: &Path) -> Stamps {
     use std::os::unix::fs::MetadataExt as _;
-    let mut out = Vec::new();
+    let mut out = HashMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in fs::read_dir(&d).expect("cannot read the output tree") {
@@ -199,191 +399,446 @@ fn stamps(dir: &Path) -> Vec<(PathBuf, u64, i64, i64, i64, i64)> {
             if m.is_dir() {
                 stack.push(path.clone());
             }
-            out.push((
-                path,
+            let stamp = (
+                m.is_dir(),
                 m.ino(),
                 m.mtime(),
                 m.mtime_nsec(),
                 m.ctime(),
                 m.ctime_nsec(),
-            ));
+            );
+            out.insert(path, stamp);
         }
     }
-    out.sort();
     out
 }
 
-fn count_files(dir: &Path) -> usize {
-    fs::read_dir(dir)
-        .expect("cannot read the output tree")
-        .map(|entry| {
-            let entry = entry.expect("cannot read an output directory entry");
-            let is_dir = entry
-                .file_type()
-                .expect("cannot stat an output entry")
-                .is_dir();
-            if is_dir {
-                count_files(&entry.path())
-            } else {
-                1
-            }
-        })
-        .sum()
-}
-
-fn bench_on(label: String, root: &Path, args: &Args) -> Row {
-    let scratch = Scratch(root.join(format!("trainc-bench-{}", std::process::id())));
-    let dir = &scratch.0;
-    fs::create_dir_all(dir.join("jobs")).expect("cannot create the scratch directory");
-    fs::write(dir.join("trainc.yaml"), PROJECT).expect("cannot write trainc.yaml");
-    for i in 0..args.jobs {
-        let name = format!("job-{i:05}");
-        let text = DEFINITION
-            .replace("NAME", &name)
-            .replace("WORKERS", &args.workers.to_string())
-            .replace("PS", &args.ps.to_string());
-        fs::write(dir.join(format!("jobs/{name}.yaml")), text)
-            .expect("cannot write a job definition");
-    }
-
-    // The first run's output is kept as the tree that cp copies.
-    let source = dir.join("out-0");
-    let mut build = Vec::new();
-    let mut peak_rss_kib = 0;
-    for run in 0..args.runs {
-        let out = dir.join(format!("out-{run}"));
-        fs::create_dir(&out).expect("cannot create an output directory");
-        let (elapsed, rss) = run_trainc(dir, &out, &[]);
-        build.push(elapsed);
-        peak_rss_kib = peak_rss_kib.max(rss);
-        if run > 0 {
-            fs::remove_dir_all(&out).expect("cannot remove an output directory");
-        }
-    }
-    let files = count_files(&source);
-
-    // Nothing changed since: each must find every file current. The first
-    // cached run may hash the files written just before the record was
-    // taken (see src/cache/snapshot.rs), so it is timed with the rest.
-    let times = |flags: &[&str]| -> Vec<Duration> {
-        (0..args.runs)
-            .map(|_| run_trainc(dir, &source, flags).0)
-            .collect()
+/// Files written, added or removed between two stamps.
+fn files_changed(before: &Stamps, after: &Stamps) -> usize {
+    let differs = |a: &Stamps, b: &Stamps| {
+        a.iter()
+            .filter(|(path, stamp)| !stamp.0 && b.get(*path) != Some(stamp))
+            .count()
     };
-    let before = stamps(&source);
-    let noop = times(&[]);
-    let check = times(&["--check"]);
-    let noop_uncached = times(&["--no-cache"]);
-    assert!(
-        stamps(&source) == before,
-        "a no-op build or a check wrote, renamed or deleted a file"
-    );
+    // Replaced files count once; removed ones only in the second sum.
+    differs(after, before)
+        + before
+            .iter()
+            .filter(|(path, stamp)| !stamp.0 && !after.contains_key(*path))
+            .count()
+}
 
-    let mut cp = Vec::new();
-    let mut cp_sync = Vec::new();
-    let copy = dir.join("copy");
-    for _ in 0..args.runs {
+fn count_files(stamps: &Stamps) -> usize {
+    stamps.values().filter(|s| !s.0).count()
+}
+
+// ------------------------------------------------------------ the phases
+
+/// Cold builds and the `cp -r` floor, interleaved so that both see the
+/// same load.
+struct Cold {
+    files: usize,
+    build: Series,
+    cp: Series,
+    cp_sync: Series,
+}
+
+fn cold_phase(project: &Project, args: &Args) -> Cold {
+    let dir = project.dir();
+    let mut cold = Cold {
+        files: 0,
+        build: Series::default(),
+        cp: Series::default(),
+        cp_sync: Series::default(),
+    };
+    for run in 0..args.runs {
+        eprintln!("cold build and cp -r, run {} of {}", run + 1, args.runs);
+        // A fresh output directory and a fresh cache: nothing to reuse.
+        let out = format!("cold-{run}");
         sync();
+        let sample = project.trainc(&["build"], &out, &format!("cache-{run}"), 0);
+        cold.build.0.push(sample);
+
+        // Every copy is of the first run's tree, into a new directory.
+        sync();
+        let (mut sample, code) = measure(Command::new("cp").current_dir(dir).args([
+            "-r",
+            "cold-0",
+            &format!("copy-{run}"),
+        ]));
+        assert_eq!(code, 0, "cp -r failed");
+        cold.cp.0.push(sample);
         let start = Instant::now();
-        let status = Command::new("cp")
-            .arg("-r")
-            .arg(&source)
-            .arg(&copy)
-            .status()
-            .expect("cannot run cp");
-        cp.push(start.elapsed());
         sync();
-        cp_sync.push(start.elapsed());
-        assert!(status.success(), "cp -r failed: {status}");
-        fs::remove_dir_all(&copy).expect("cannot remove the copy");
+        sample.wall += start.elapsed();
+        cold.cp_sync.0.push(sample);
     }
-    Row {
+    let tree = stamps(&dir.join("cold-0"));
+    cold.files = count_files(&tree);
+    assert_eq!(
+        count_files(&stamps(&dir.join("copy-0"))),
+        cold.files,
+        "cp -r copied a different number of files"
+    );
+    cold
+}
+
+/// `build --check`, `diff` and `build` after one edit.
+#[derive(Default)]
+struct AfterEdit {
+    check: Series,
+    diff: Series,
+    build: Series,
+    /// Files the build wrote (the last run's).
+    written: usize,
+}
+
+/// The cached no-op floor and what edits cost above it, on one output
+/// directory that every run brings back to the same state, untimed.
+#[derive(Default)]
+struct Edits {
+    files: usize,
+    noop: Series,
+    uncached: Series,
+    one: AfterEdit,
+    many: AfterEdit,
+}
+
+const OUT: &str = "edited";
+const CACHE: &str = "edited-cache";
+
+/// Builds the current definitions, then lets a no-op build hash what that
+/// build wrote (files written just before a cache record are hashed by the
+/// next build, see src/cache/snapshot.rs), so that every timed run starts
+/// from a settled cache.
+fn settle(project: &Project) {
+    project.trainc(&["build"], OUT, CACHE, 0);
+    thread::sleep(Duration::from_millis(100));
+    project.trainc(&["build"], OUT, CACHE, 0);
+}
+
+/// Edits `k` definitions, times `build --check`, `diff` and `build`, and
+/// restores the state.
+fn after_edit(project: &Project, k: usize, into: &mut AfterEdit) {
+    let out = project.dir().join(OUT);
+    let edited = project.edit(k);
+    sync();
+    into.check
+        .0
+        .push(project.trainc(&["build", "--check"], OUT, CACHE, 1));
+    sync();
+    into.diff.0.push(project.trainc(&["diff"], OUT, CACHE, 1));
+    let before = stamps(&out);
+    sync();
+    into.build.0.push(project.trainc(&["build"], OUT, CACHE, 0));
+    into.written = files_changed(&before, &stamps(&out));
+    assert!(into.written > 0, "editing {k} definitions changed no file");
+    project.restore(&edited);
+    settle(project);
+}
+
+fn edit_phase(project: &Project, args: &Args) -> Edits {
+    let out = project.dir().join(OUT);
+    let mut edits = Edits::default();
+    settle(project);
+    for run in 0..args.runs {
+        eprintln!("no-op and edits, run {} of {}", run + 1, args.runs);
+        let before = stamps(&out);
+        sync();
+        edits.noop.0.push(project.trainc(&["build"], OUT, CACHE, 0));
+        sync();
+        edits
+            .uncached
+            .0
+            .push(project.trainc(&["build", "--no-cache"], OUT, CACHE, 0));
+        assert!(
+            stamps(&out) == before,
+            "a no-op build wrote, renamed or deleted a file"
+        );
+        edits.files = count_files(&before);
+        after_edit(project, 1, &mut edits.one);
+        after_edit(project, args.edits, &mut edits.many);
+    }
+    edits
+}
+
+/// Everything measured on one file system.
+struct FsResult {
+    label: String,
+    load: (String, String),
+    cold: Option<Cold>,
+    edits: Option<Edits>,
+}
+
+fn bench_on(label: String, root: &Path, args: &Args) -> FsResult {
+    eprintln!("{label}: generating {} definitions", args.jobs);
+    let load_before = load();
+    let project = Project::generate(root, args);
+    let cold = wants(args.phase, true).then(|| cold_phase(&project, args));
+    let edits = wants(args.phase, false).then(|| edit_phase(&project, args));
+    let load_after = load();
+    drop(project); // the only deletes, after every timed run here
+    FsResult {
         label,
-        files,
-        build,
-        cp,
-        cp_sync,
-        noop,
-        check,
-        noop_uncached,
-        peak_rss_kib,
+        load: (load_before, load_after),
+        cold,
+        edits,
     }
 }
 
-fn median(times: &[Duration]) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    let mid = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) {
-        (sorted[mid - 1] + sorted[mid]) / 2
-    } else {
-        sorted[mid]
-    }
-}
+// ------------------------------------------------------------ the report
 
 fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
-fn main() {
-    let args = parse_args();
-    let mut rows = Vec::new();
+const LABEL: usize = 30;
+const CELL: usize = 34;
 
-    let shm = Path::new("/dev/shm");
-    match fs_type(shm) {
-        Some("tmpfs") => rows.push(bench_on("tmpfs /dev/shm".into(), shm, &args)),
-        Some(other) => println!("note: skipping tmpfs, /dev/shm is {other}, not tmpfs"),
-        None => println!("note: skipping tmpfs, /dev/shm is missing"),
+fn header(results: &[FsResult]) {
+    print!("{:<LABEL$}", "");
+    for r in results {
+        print!(" {:>CELL$}", r.label);
     }
-    let disk = Path::new(DISK_ROOT);
-    fs::create_dir_all(disk).expect("cannot create target/bench-scratch");
-    let kind = fs_type(disk).unwrap_or("?");
-    rows.push(bench_on(format!("disk ({kind}) target/"), disk, &args));
-    let _ = fs::remove_dir(disk); // only if nothing else is in it
+    println!();
+}
 
+/// One line of wall times: `median (min-max) cpu`.
+fn time_row(label: &str, results: &[FsResult], pick: impl Fn(&FsResult) -> Option<&Series>) {
+    if results.iter().all(|r| pick(r).is_none()) {
+        return; // a phase not run
+    }
+    print!("{label:<LABEL$}");
+    for r in results {
+        let cell = pick(r).map_or_else(
+            || "-".to_string(),
+            |s| {
+                format!(
+                    "{} ({}-{}) {}",
+                    ms(s.median()),
+                    ms(s.min()),
+                    ms(s.max()),
+                    ms(s.cpu())
+                )
+            },
+        );
+        print!(" {cell:>CELL$}");
+    }
+    println!();
+}
+
+/// One line of a figure per file system, with the goal it is held to:
+/// `met` when `ok` says so.
+fn goal_row(
+    label: &str,
+    results: &[FsResult],
+    value: impl Fn(&FsResult) -> Option<f64>,
+    unit: &str,
+    goal: Option<(&str, &dyn Fn(f64) -> bool)>,
+) {
+    if results.iter().all(|r| value(r).is_none()) {
+        return; // a phase not run
+    }
+    print!("{label:<LABEL$}");
+    let mut verdicts = Vec::new();
+    for r in results {
+        let v = value(r);
+        let cell = v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}{unit}"));
+        print!(" {cell:>CELL$}");
+        if let (Some(v), Some((_, ok))) = (v, goal) {
+            verdicts.push(if ok(v) { "met" } else { "NOT met" });
+        }
+    }
+    match goal {
+        Some((text, _)) => println!("   goal {text}: {}", verdicts.join(", ")),
+        None => println!(),
+    }
+}
+
+type PickSeries = fn(&AfterEdit) -> &Series;
+type PickEdit = fn(&Edits) -> &AfterEdit;
+
+fn print_report(args: &Args, results: &[FsResult]) {
     println!(
-        "\ntrainc build, {} jobs x ({} ps + {} workers), {} runs each; wall ms, medians unless noted",
-        args.jobs, args.ps, args.workers, args.runs
+        "\ntrainc, {} jobs x ({} ps + {} workers), {} runs each; {} cores",
+        args.jobs,
+        args.ps,
+        args.workers,
+        args.runs,
+        thread::available_parallelism().map_or(0, |n| n.get())
     );
-    println!(
-        "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>10} {:>9} {:>9} {:>8}",
-        "filesystem",
-        "files",
-        "build med",
-        "min",
-        "max",
-        "cp -r",
-        "cp+sync",
-        "build/cp",
-        "no-op",
-        "no-op/bld",
-        "--check",
-        "uncached",
-        "RSS MiB"
-    );
-    for row in &rows {
-        let (build, cp) = (median(&row.build), median(&row.cp));
-        let min = row.build.iter().min().copied().unwrap_or_default();
-        let max = row.build.iter().max().copied().unwrap_or_default();
+    for r in results {
+        let files = r
+            .cold
+            .as_ref()
+            .map(|c| c.files)
+            .or(r.edits.as_ref().map(|e| e.files))
+            .unwrap_or(0);
         println!(
-            "{:<22} {:>6} {:>10} {:>8} {:>8} {:>9} {:>9} {:>8.1}x {:>8} {:>9.2}x {:>9} {:>9} {:>8.1}",
-            row.label,
-            row.files,
-            ms(build),
-            ms(min),
-            ms(max),
-            ms(cp),
-            ms(median(&row.cp_sync)),
-            build.as_secs_f64() / cp.as_secs_f64(),
-            ms(median(&row.noop)),
-            median(&row.noop).as_secs_f64() / build.as_secs_f64(),
-            ms(median(&row.check)),
-            ms(median(&row.noop_uncached)),
-            row.peak_rss_kib as f64 / 1024.0,
+            "{}: {files} files; load average {} before, {} after",
+            r.label, r.load.0, r.load.1
         );
     }
-    println!(
-        "no-op: `trainc build` again with nothing changed, answered by the build cache; --check: `trainc build --check` of the same tree; uncached: `trainc build --no-cache`, which compiles and compares every file"
+
+    println!("\nwall ms: median (min-max) and median user+sys CPU ms");
+    header(results);
+    fn cold(r: &FsResult) -> Option<&Cold> {
+        r.cold.as_ref()
+    }
+    fn edits(r: &FsResult) -> Option<&Edits> {
+        r.edits.as_ref()
+    }
+    time_row("cold build", results, |r| cold(r).map(|c| &c.build));
+    time_row("cp -r", results, |r| cold(r).map(|c| &c.cp));
+    time_row("cp -r + sync", results, |r| cold(r).map(|c| &c.cp_sync));
+    time_row("no-op build (cached)", results, |r| {
+        edits(r).map(|e| &e.noop)
+    });
+    time_row("no-op build --no-cache", results, |r| {
+        edits(r).map(|e| &e.uncached)
+    });
+    for (n, pick) in [
+        (1, (|e: &Edits| &e.one) as PickEdit),
+        (args.edits, |e: &Edits| &e.many),
+    ] {
+        time_row(&format!("{n} edited: build --check"), results, |r| {
+            edits(r).map(|e| &pick(e).check)
+        });
+        time_row(&format!("{n} edited: diff"), results, |r| {
+            edits(r).map(|e| &pick(e).diff)
+        });
+        time_row(&format!("{n} edited: build"), results, |r| {
+            edits(r).map(|e| &pick(e).build)
+        });
+    }
+
+    println!("\nratios of the medians above");
+    header(results);
+    let within = |limit: f64| move |v: f64| v <= limit;
+    let cold_ratio = |floor: fn(&Cold) -> &Series| {
+        move |r: &FsResult| cold(r).map(|c| secs(c.build.median()) / secs(floor(c).median()))
+    };
+    goal_row(
+        "cold build / cp -r",
+        results,
+        cold_ratio(|c| &c.cp),
+        "x",
+        Some(("<= 1.5x", &within(1.5))),
     );
-    println!("RSS MiB: peak max RSS of the trainc process over all runs (wait4)");
+    goal_row(
+        "cold build / (cp -r + sync)",
+        results,
+        cold_ratio(|c| &c.cp_sync),
+        "x",
+        None,
+    );
+    let commands: [(&str, PickSeries); 3] = [
+        ("build --check", |a| &a.check),
+        ("diff", |a| &a.diff),
+        ("build", |a| &a.build),
+    ];
+    for (name, series) in commands {
+        goal_row(
+            &format!("1 edited: {name} / no-op"),
+            results,
+            |r| edits(r).map(|e| secs(series(&e.one).median()) / secs(e.noop.median())),
+            "x",
+            Some(("<= 3x", &within(3.0))),
+        );
+    }
+    // "About 10x" for 10 edits: held to half to twice the number of edits.
+    let k = args.edits as f64;
+    let about = move |v: f64| v >= k / 2.0 && v <= k * 2.0;
+    let goal = format!("about {}x", args.edits);
+    for (name, series) in commands {
+        goal_row(
+            &format!("{name}: ({} - no-op)/(1 - no-op)", args.edits),
+            results,
+            |r| {
+                edits(r).map(|e| {
+                    let floor = secs(e.noop.median());
+                    (secs(series(&e.many).median()) - floor)
+                        / (secs(series(&e.one).median()) - floor)
+                })
+            },
+            "",
+            Some((&goal, &about)),
+        );
+    }
+
+    println!("\npeak RSS MiB (wait4 ru_maxrss, max over the runs)");
+    header(results);
+    let (rss_text, rss_limit) = match args.jobs {
+        1000 => ("<= 150 MiB at 1,000 jobs", 150.0),
+        5000 => ("<= 300 MiB at 5,000 jobs", 300.0),
+        _ => ("", 0.0),
+    };
+    let rss_ok = within(rss_limit);
+    let rss_goal = (rss_limit > 0.0).then_some((rss_text, &rss_ok as &dyn Fn(f64) -> bool));
+    goal_row(
+        "cold build",
+        results,
+        |r| cold(r).map(|c| c.build.peak_rss_mib()),
+        "",
+        rss_goal,
+    );
+    goal_row(
+        "1 edited: build",
+        results,
+        |r| edits(r).map(|e| e.one.build.peak_rss_mib()),
+        "",
+        rss_goal,
+    );
+    goal_row(
+        "no-op build (cached)",
+        results,
+        |r| edits(r).map(|e| e.noop.peak_rss_mib()),
+        "",
+        None,
+    );
+
+    if results.iter().all(|r| r.edits.is_none()) {
+        return;
+    }
+    println!("\nfiles written by a build after the edits");
+    header(results);
+    for (n, pick) in [
+        (1, (|e: &Edits| &e.one) as PickEdit),
+        (args.edits, |e: &Edits| &e.many),
+    ] {
+        print!("{:<LABEL$}", format!("{n} edited"));
+        for r in results {
+            let cell = edits(r).map_or_else(|| "-".into(), |e| pick(e).written.to_string());
+            print!(" {cell:>CELL$}");
+        }
+        println!();
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    let mut places: Vec<(String, PathBuf)> = Vec::new();
+    if wants(args.fs, true) {
+        let shm = Path::new("/dev/shm");
+        match fs_type(shm) {
+            Some("tmpfs") => places.push(("tmpfs /dev/shm".into(), shm.into())),
+            Some(other) => println!("note: skipping tmpfs, /dev/shm is {other}, not tmpfs"),
+            None => println!("note: skipping tmpfs, /dev/shm is missing"),
+        }
+    }
+    let disk = Path::new(DISK_ROOT);
+    if wants(args.fs, false) {
+        fs::create_dir_all(disk).expect("cannot create target/bench-scratch");
+        let kind = fs_type(disk).unwrap_or("?");
+        places.push((format!("disk ({kind}) target/"), disk.into()));
+    }
+    if args.smoke {
+        places.truncate(1);
+    }
+    let results: Vec<FsResult> = places
+        .into_iter()
+        .map(|(label, root)| bench_on(label, &root, &args))
+        .collect();
+    let _ = fs::remove_dir(disk); // only if nothing else is in it
+    print_report(&args, &results);
 }
