@@ -155,7 +155,7 @@ fn every_input_is_part_of_the_key() {
                     "learning_rate: 0.01",
                 )
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: re-rendering 1 job of 1, because jobs/mnist.yaml changed\n",
         ),
         (
             "the project's defaults",
@@ -166,7 +166,7 @@ fn every_input_is_part_of_the_key() {
                     "namespace: ml\n  labels: {team: vision}",
                 )
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: compiling, because the project, library or trainc changed\n",
         ),
         (
             "a new definition file",
@@ -178,7 +178,7 @@ fn every_input_is_part_of_the_key() {
                 .map(drop)
                 .expect("copy");
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: re-rendering 1 job of 2, because jobs/mnist-cpu.yaml is new\n",
         ),
         (
             "the training code",
@@ -202,7 +202,7 @@ fn every_input_is_part_of_the_key() {
                 )
                 .expect("write");
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: compiling, because the project, library or trainc changed\n",
         ),
     ];
     for (what, change, why) in changes {

@@ -77,10 +77,25 @@ impl Request<'_> {
     }
 
     /// The key of a build that read `sources` and a library with digest
-    /// `library`.
+    /// `library`: its [`Request::global_key`] and every definition file's
+    /// path and [`source_hash`].
     pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
-        let p = self.project;
         let mut h = Hasher::new("key");
+        h.field(self.global_key(library)?.as_bytes());
+        h.field(&sources.len().to_le_bytes());
+        for (path, file) in sources {
+            h.path(path);
+            h.field(source_hash(&file.text).as_bytes());
+        }
+        Some(h.finish())
+    }
+
+    /// The key of everything but the definition files' bytes: what every
+    /// job's output depends on, so that when it changes, every job is
+    /// compiled again.
+    pub fn global_key(&self, library: &str) -> Option<String> {
+        let p = self.project;
+        let mut h = Hasher::new("global");
         h.field(env!("CARGO_PKG_VERSION").as_bytes());
         executable(&mut h)?;
         h.path(self.cwd);
@@ -103,11 +118,6 @@ impl Request<'_> {
         for path in self.paths {
             h.path(path);
         }
-        h.field(&sources.len().to_le_bytes());
-        for (path, file) in sources {
-            h.path(path);
-            h.field(&Sha256::digest(file.text.as_bytes()));
-        }
         h.field(library.as_bytes());
         // What the root kustomization lists is checked against the file
         // system: a resource gone, or its kustomization.yaml, fails the
@@ -118,6 +128,11 @@ impl Request<'_> {
         }
         Some(h.finish())
     }
+}
+
+/// The hash of a definition file's text, as records keep it.
+pub fn source_hash(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes())[..16])
 }
 
 /// The running binary: a rebuilt trainc may render differently, so its

@@ -14,6 +14,7 @@
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
 
+pub mod incremental;
 pub mod key;
 pub mod snapshot;
 
@@ -26,6 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+pub use incremental::{Incremental, State};
 pub use key::Request;
 use snapshot::{Entry, Verdict};
 
@@ -35,7 +37,7 @@ use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
@@ -47,6 +49,10 @@ struct Record {
     /// Every directory the build may write, as it was left; `None` when it
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    /// What each definition file made, for an incremental build; `None`
+    /// when the build could not say.
+    #[serde(default)]
+    files: Option<incremental::Files>,
 }
 
 /// Just the format, to tell an old record from a damaged one.
@@ -96,18 +102,7 @@ impl Cache {
     /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
     /// touches the output.
     pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
-        let bytes = self.read()?;
-        let mut record: Record = match serde_json::from_slice(&bytes) {
-            Ok(r @ Record { format: FORMAT, .. }) => r,
-            Ok(_) => return Err("the record is from another version of trainc".into()),
-            Err(_) => {
-                return Err(match serde_json::from_slice::<Format>(&bytes) {
-                    Ok(f) if f.format != FORMAT => "the record is from another version of trainc",
-                    _ => "the record is damaged",
-                }
-                .into());
-            }
-        };
+        let mut record = self.load()?;
         let key = req
             .current_key()
             .ok_or("an input cannot be read; the build will say which")?;
@@ -148,9 +143,55 @@ impl Cache {
         Ok(record.dests)
     }
 
-    /// Records a build that compiled `read` and left the directories of
-    /// `plans` as they should be; or says why it could not.
-    pub fn save(&self, req: &Request, read: &Read, plans: &[&Plan]) -> Result<(), String> {
+    /// The record, when there is one of this version of trainc.
+    fn load(&self) -> Result<Record, String> {
+        let bytes = self.read()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(r @ Record { format: FORMAT, .. }) => Ok(r),
+            Ok(_) => Err("the record is from another version of trainc".into()),
+            Err(_) => Err(match serde_json::from_slice::<Format>(&bytes) {
+                Ok(f) if f.format != FORMAT => "the record is from another version of trainc",
+                _ => "the record is damaged",
+            }
+            .into()),
+        }
+    }
+
+    /// An incremental build of `sets` (see [`incremental`]): the definition
+    /// files that changed since the recorded build compiled, the others'
+    /// output taken from the record; or why the full build must run. Never
+    /// touches the output.
+    pub fn incremental(
+        &self,
+        req: &Request,
+        sets: &[crate::pipeline::Set],
+    ) -> Result<Incremental, String> {
+        let record = self.load()?;
+        let files = record
+            .files
+            .as_ref()
+            .ok_or("the last build kept no record of each definition file")?;
+        let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
+        if dirs != req.dirs().iter().collect::<Vec<_>>() {
+            return Err("the output directories changed".into());
+        }
+        let generated = req.generated();
+        if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
+            return Err(format!("the build context {} changed", shown(req, &c.dir)));
+        }
+        incremental::compile(req, &record, files, sets)
+    }
+
+    /// Records a build that compiled `read` (with `state`, the hash of
+    /// every file it meant to write) and left the directories of `plans` as
+    /// they should be; or says why it could not.
+    pub fn save(
+        &self,
+        req: &Request,
+        read: &Read,
+        state: &State,
+        plans: &[&Plan],
+    ) -> Result<(), String> {
         let key = req
             .key(&read.sources, &read.library)
             .ok_or("the trainc executable cannot be inspected")?;
@@ -162,14 +203,20 @@ impl Cache {
             ));
         }
         // What each directory now holds, as the plans wrote it.
-        let written: Vec<(&Path, HashMap<&str, &[u8]>)> = plans
+        let written: Vec<(&Path, HashMap<&str, String>)> = plans
             .iter()
             .map(|p| {
+                let known = state.hashes.get(&p.root);
                 let files = p
                     .changes
                     .iter()
                     .filter(|c| c.op != Op::Delete)
-                    .map(|c| (c.path.as_str(), c.new.as_slice()))
+                    .map(|c| {
+                        let hash = known
+                            .and_then(|k| k.get(&c.path).cloned())
+                            .unwrap_or_else(|| snapshot::content_hash(&c.new));
+                        (c.path.as_str(), hash)
+                    })
                     .collect();
                 (p.root.as_path(), files)
             })
@@ -181,7 +228,7 @@ impl Cache {
             // plan would leave alone: one it would prune can only have
             // appeared after the plan looked.
             let hash = |rel: &str, path: &Path| match files.and_then(|f| f.get(rel)) {
-                Some(bytes) => Ok(snapshot::content_hash(bytes)),
+                Some(hash) => Ok(hash.clone()),
                 None => {
                     let (hash, owned) = snapshot::file_hash(rel, path)?;
                     if owned {
@@ -224,6 +271,12 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
+            files: state.sources.as_ref().and_then(|sources| {
+                Some(incremental::Files {
+                    global: req.global_key(&read.library)?,
+                    sources: sources.clone(),
+                })
+            }),
         };
         self.write(&record)
     }
@@ -458,7 +511,7 @@ mod tests {
         };
         fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &[&plan]),
+            cache.save(&req, &read, &State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
                     .into()
@@ -466,11 +519,16 @@ mod tests {
         );
         fs::remove_file(out.join("configmap-stray.yaml")).unwrap();
         fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
-        assert!(cache.save(&req, &read, &[&plan]).is_err(), "temporary file");
+        assert!(
+            cache
+                .save(&req, &read, &State::default(), &[&plan])
+                .is_err(),
+            "temporary file"
+        );
         fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
         fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &[&plan]),
+            cache.save(&req, &read, &State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
                     .into()
@@ -478,7 +536,7 @@ mod tests {
         );
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
-        assert_eq!(cache.save(&req, &read, &[&plan]), Ok(()));
+        assert_eq!(cache.save(&req, &read, &State::default(), &[&plan]), Ok(()));
         assert!(cache.file.is_file());
     }
 
@@ -544,6 +602,7 @@ mod tests {
             contexts: Vec::new(),
             dests: Vec::new(),
             outputs: Vec::new(),
+            files: None,
         };
         assert!(cache.write(&record).is_err());
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
