@@ -39,9 +39,11 @@ pub struct Change {
     /// Relative, `/`-separated path inside the output directory.
     pub path: String,
     pub op: Op,
-    /// The file on disk, if any.
+    /// The file on disk, if any; `None` for unchanged files (compared,
+    /// then dropped).
     pub old: Option<Vec<u8>>,
-    /// The file trainc produces; empty for deletions.
+    /// The file trainc produces; empty for deletions and for unchanged
+    /// files.
     pub new: Vec<u8>,
 }
 
@@ -143,7 +145,16 @@ pub fn plan_file(
                 .hint("move it away so trainc can write a generated file there"));
         }
         Ok(_) => match read_owned(&path, &rel) {
-            Ok(Found::Owned(old)) if old == new => (Op::Unchanged, Some(old)),
+            // Neither copy is kept: nobody reads an unchanged file's bytes,
+            // and the plan of a large tree would hold every file twice.
+            Ok(Found::Owned(old)) if old == new => {
+                return Ok(Change {
+                    path: rel,
+                    op: Op::Unchanged,
+                    old: None,
+                    new: Vec::new(),
+                });
+            }
             Ok(Found::Owned(old)) => (Op::Update, Some(old)),
             Ok(Found::Foreign(_)) => {
                 return Err(

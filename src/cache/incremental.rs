@@ -656,7 +656,7 @@ pub fn plan(dest: Dest, shown: &str) -> Result<Plan, String> {
                         path: rel,
                         op: Op::Unchanged,
                         old: None,
-                        new,
+                        new: Vec::new(),
                     });
                     continue;
                 }

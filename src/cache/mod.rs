@@ -55,6 +55,15 @@ struct Record {
     files: Option<incremental::Files>,
 }
 
+/// A record without its per-file part: all a no-op check reads.
+#[derive(Debug, Deserialize)]
+struct Head {
+    key: String,
+    contexts: Vec<ContextPrint>,
+    dests: Vec<(PathBuf, usize)>,
+    outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+}
+
 /// Just the format, to tell an old record from a damaged one.
 #[derive(Deserialize)]
 struct Format {
@@ -102,7 +111,7 @@ impl Cache {
     /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
     /// touches the output.
     pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
-        let mut record = self.load()?;
+        let mut record: Head = self.load()?;
         let key = req
             .current_key()
             .ok_or("an input cannot be read; the build will say which")?;
@@ -136,24 +145,27 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            let _ = self.write(&record);
+            // The whole record, with the snapshots refreshed.
+            if let Ok(mut whole) = self.load::<Record>() {
+                whole.outputs = record.outputs;
+                let _ = self.write(&whole);
+            }
         } else {
             keep_alive(&self.file);
         }
         Ok(record.dests)
     }
 
-    /// The record, when there is one of this version of trainc.
-    fn load(&self) -> Result<Record, String> {
+    /// The record (or the part of it `T` reads), when there is one of this
+    /// version of trainc.
+    fn load<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
         let bytes = self.read()?;
-        match serde_json::from_slice(&bytes) {
-            Ok(r @ Record { format: FORMAT, .. }) => Ok(r),
-            Ok(_) => Err("the record is from another version of trainc".into()),
-            Err(_) => Err(match serde_json::from_slice::<Format>(&bytes) {
-                Ok(f) if f.format != FORMAT => "the record is from another version of trainc",
-                _ => "the record is damaged",
+        match serde_json::from_slice::<Format>(&bytes) {
+            Ok(f) if f.format != FORMAT => {
+                Err("the record is from another version of trainc".into())
             }
-            .into()),
+            Ok(_) => serde_json::from_slice(&bytes).map_err(|_| "the record is damaged".into()),
+            Err(_) => Err("the record is damaged".into()),
         }
     }
 
@@ -166,7 +178,7 @@ impl Cache {
         req: &Request,
         sets: &[crate::pipeline::Set],
     ) -> Result<Incremental, String> {
-        let record = self.load()?;
+        let record: Record = self.load()?;
         let files = record
             .files
             .as_ref()
@@ -203,24 +215,24 @@ impl Cache {
             ));
         }
         // What each directory now holds, as the plans wrote it.
-        let written: Vec<(&Path, HashMap<&str, String>)> = plans
-            .iter()
-            .map(|p| {
-                let known = state.hashes.get(&p.root);
-                let files = p
-                    .changes
-                    .iter()
-                    .filter(|c| c.op != Op::Delete)
-                    .map(|c| {
-                        let hash = known
-                            .and_then(|k| k.get(&c.path).cloned())
-                            .unwrap_or_else(|| snapshot::content_hash(&c.new));
-                        (c.path.as_str(), hash)
-                    })
-                    .collect();
-                (p.root.as_path(), files)
-            })
-            .collect();
+        let mut written: Vec<(&Path, HashMap<&str, String>)> = Vec::new();
+        for p in plans {
+            let known = state.hashes.get(&p.root);
+            let mut files = HashMap::new();
+            for c in p.changes.iter().filter(|c| c.op != Op::Delete) {
+                let hash = match known.and_then(|k| k.get(&c.path)) {
+                    Some(hash) => hash.clone(),
+                    // An unchanged file's bytes are not kept (every file
+                    // trainc writes has a header, so none is empty).
+                    None if c.new.is_empty() => {
+                        return Err(format!("the hash of {} is not known", c.path));
+                    }
+                    None => snapshot::content_hash(&c.new),
+                };
+                files.insert(c.path.as_str(), hash);
+            }
+            written.push((p.root.as_path(), files));
+        }
         let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
