@@ -231,6 +231,9 @@ enum Scope {
     Some,
 }
 
+/// [`Resolved`] and the summaries of each set's documents.
+type ResolvedParts = (Vec<Vec<Job>>, Vec<Diagnostic>, Vec<Vec<Summary>>);
+
 /// [`resolve_sets`], also returning the summaries of each set's documents.
 fn resolve_parts(
     project: &Project,
@@ -239,7 +242,7 @@ fn resolve_parts(
     docs: &[Document],
     which: &[Option<&Variant>],
     scope: Scope,
-) -> Result<(Vec<Vec<Job>>, Vec<Diagnostic>, Vec<Vec<Summary>>), Vec<Diagnostic>> {
+) -> Result<ResolvedParts, Vec<Diagnostic>> {
     let complete = scope == Scope::All { complete: true };
     let resolve_one =
         |project: &Project, library: &Library, sources: &Sources, docs: &[Document]| {

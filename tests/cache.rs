@@ -738,7 +738,7 @@ fn an_edit_compiles_only_the_file_that_changed() {
 fn new_renamed_and_removed_jobs_update_the_shared_files() {
     let p = Project::many(3);
     let mnist = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
-    let steps: [(&str, &dyn Fn(&Project), &str); 3] = [
+    let steps: [Change; 3] = [
         (
             "a new job",
             &|p| {
