@@ -67,8 +67,9 @@ pub struct JobRecord {
     pub name: String,
     /// The images the build specs build for it.
     pub images: Vec<String>,
-    /// Its files in the set's output directory: path, content hash, size.
-    pub files: Vec<(String, String, u64)>,
+    /// Its files in the set's output directory. Their hashes and sizes are
+    /// the snapshot's: a build records the hash of what it meant to write.
+    pub files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,10 +77,9 @@ pub struct BuildRecord {
     pub target: String,
     pub source: String,
     pub context: String,
-    /// The Dockerfile, in the build directory, with its content hash and size.
+    /// The Dockerfile, in the build directory (its hash and size are the
+    /// snapshot's).
     pub path: String,
-    pub hash: String,
-    pub size: u64,
     pub image: String,
 }
 
@@ -114,7 +114,7 @@ impl State {
                 hashes.insert(b.to_path_buf(), hash_tree(&out.builds));
             }
         }
-        let sources = records(sets, compiled, &hashes);
+        let sources = records(sets, compiled);
         Self { sources, hashes }
     }
 }
@@ -129,13 +129,9 @@ fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
 }
 
 /// The records of the definition files `compiled` read, from what they
-/// made; `hashes` holds every file's content hash per directory. `None`
+/// made. `None`
 /// when a warning is about no definition file.
-fn records(
-    sets: &[Set],
-    compiled: &Compiled,
-    hashes: &HashMap<PathBuf, HashMap<String, String>>,
-) -> Option<Vec<SourceRecord>> {
+fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
     let sources = &compiled.read.sources;
     let by_name: HashMap<&str, usize> = sources
         .iter()
@@ -169,14 +165,13 @@ fn records(
         for j in &part.jobs {
             let i = *by_name.get(j.source.as_str())?;
             let mut files = Vec::new();
-            if let Some((set, output)) = set {
+            if let Some((_, output)) = set {
                 let dir = format!("{}/", emit::job_dir(&j.namespace, &j.name));
-                let known = hashes.get(set.output)?;
-                for (rel, bytes) in output.manifests.range(dir.clone()..) {
+                for rel in output.manifests.range(dir.clone()..).map(|(r, _)| r) {
                     if !rel.starts_with(&dir) {
                         break;
                     }
-                    files.push((rel.clone(), known.get(rel)?.clone(), bytes.len() as u64));
+                    files.push(rel.clone());
                 }
             }
             out[i].parts[k].jobs.push(JobRecord {
@@ -187,19 +182,16 @@ fn records(
             });
         }
         if let Some((set, output)) = set
-            && let Some(dir) = set.build_output
+            && set.build_output.is_some()
         {
-            let known = hashes.get(dir)?;
             for b in &part.builds {
                 let i = *by_name.get(b.source.as_str())?;
-                let bytes = output.builds.get(&b.path)?;
+                output.builds.get(&b.path)?;
                 out[i].parts[k].builds.push(BuildRecord {
                     target: b.target.clone(),
                     source: b.source.clone(),
                     context: b.context.clone(),
                     path: b.path.clone(),
-                    hash: known.get(&b.path)?.clone(),
-                    size: bytes.len() as u64,
                     image: b.image.clone(),
                 });
             }
@@ -260,45 +252,32 @@ fn shown(req: &super::Request, path: &Path) -> String {
 pub(super) fn compile(
     req: &super::Request,
     record: &super::Record,
-    files: &Files,
+    files: Files,
+    sources: Sources,
+    library: &crate::library::Library,
     sets: &[Set],
 ) -> Result<Incremental, String> {
     let project = req.project;
-    let library = project
-        .library()
-        .map_err(|_| "the library cannot be loaded; the build will say why")?;
     let global = req
         .global_key(library.digest())
         .ok_or("the trainc executable cannot be inspected")?;
     if files.global != global {
         return Err("the project, library or trainc changed".into());
     }
-    let paths = pipeline::files(project, req.cwd, req.paths)
-        .map_err(|_| "the definitions cannot be listed; the build will say why")?;
-    let read = crate::par::map(&paths, |p| {
-        let name = load::display_name(&project.root, p);
-        load::read_as(p, name, shown(req, p)).ok()
-    });
-    let sources: Sources = paths
-        .into_iter()
-        .zip(read)
-        .map(|(p, f)| Some((p, f?)))
-        .collect::<Option<_>>()
-        .ok_or("a definition cannot be read; the build will say which")?;
-    let old: HashMap<&Path, &SourceRecord> = files
+    let mut old: HashMap<PathBuf, SourceRecord> = files
         .sources
-        .iter()
-        .map(|r| (r.path.as_path(), r))
+        .into_iter()
+        .map(|r| (r.path.clone(), r))
         .collect();
-    let present: HashSet<&Path> = sources.iter().map(|(p, _)| p.as_path()).collect();
     let mut kept: Vec<SourceRecord> = Vec::new();
     let mut dirty: Sources = Vec::new();
     let mut changed: Vec<String> = Vec::new();
     for (path, file) in &sources {
-        match old.get(path.as_path()) {
-            Some(r) if r.hash == source_hash(&file.text) && !r.warned => kept.push((*r).clone()),
+        let hash = source_hash(&file.text);
+        match old.remove(path) {
+            Some(r) if r.hash == hash && !r.warned => kept.push(r),
             Some(r) => {
-                if r.hash != source_hash(&file.text) {
+                if r.hash != hash {
                     changed.push(format!("{} changed", file.shown));
                 }
                 dirty.push((path.clone(), file.clone()));
@@ -309,30 +288,19 @@ pub(super) fn compile(
             }
         }
     }
-    for r in &files.sources {
-        if !present.contains(r.path.as_path()) {
-            changed.push(format!("{} was removed", shown(req, &r.path)));
-        }
+    let mut removed: Vec<&PathBuf> = old.keys().collect();
+    removed.sort();
+    for path in removed {
+        changed.push(format!("{} was removed", shown(req, path)));
     }
     let why = match changed.as_slice() {
         [] => None,
         [one] => Some(one.clone()),
         many => Some(format!("{} definition files changed", many.len())),
     };
-    let mut compiled = pipeline::desired_some(project, &library, dirty, sets)
+    let mut compiled = pipeline::desired_some(project, library, dirty, sets)
         .map_err(|_| "a definition that changed has findings; the build will report them")?;
-    let hashes = compiled
-        .outputs
-        .iter()
-        .zip(sets)
-        .flat_map(|(o, s)| {
-            let builds = s
-                .build_output
-                .map(|b| (b.to_path_buf(), hash_tree(&o.builds)));
-            std::iter::once((s.output.to_path_buf(), hash_tree(&o.manifests))).chain(builds)
-        })
-        .collect();
-    let fresh = records(sets, &compiled, &hashes)
+    let fresh = records(sets, &compiled)
         .ok_or("a warning is about no definition file; only a full build shows it again")?;
     let parts = compiled.parts.len();
     if kept.iter().any(|r| r.parts.len() != parts) {
@@ -357,6 +325,20 @@ pub(super) fn compile(
             .find(|(d, _)| d == dir)
             .and_then(|(_, e)| e.clone())
     };
+    // What the last build wrote into `dir`: each file's hash and size.
+    let snapshot = |dir: &Path| -> HashMap<&str, (&str, u64)> {
+        record
+            .outputs
+            .iter()
+            .filter(|(d, _)| d == dir)
+            .flat_map(|(_, e)| e.iter().flatten())
+            .filter_map(|e| {
+                let f = e.file.as_ref()?;
+                Some((e.path.as_str(), (f.hash.as_str(), f.sig.size)))
+            })
+            .collect()
+    };
+    let unrecorded = || "the record lacks a file of an unchanged job".to_owned();
     let mut total = (0u64, 0usize);
     for (i, set) in sets.iter().enumerate() {
         let k = compiled
@@ -365,6 +347,7 @@ pub(super) fn compile(
             .position(|p| p.set == Some(i))
             .ok_or("internal: a set without its part")?;
         let output = &mut compiled.outputs[i];
+        let known = snapshot(set.output);
         let mut want = BTreeMap::new();
         let mut dirs = Vec::new();
         let mut namespaces = BTreeSet::new();
@@ -373,18 +356,19 @@ pub(super) fn compile(
             for j in &r.parts[k].jobs {
                 dirs.push(emit::job_dir(&j.namespace, &j.name));
                 namespaces.insert(j.namespace.as_str());
-                for (rel, hash, size) in &j.files {
+                for rel in &j.files {
                     let w = if fresh {
-                        Want::Bytes(
-                            output
-                                .manifests
-                                .remove(rel)
-                                .ok_or("internal: a file went missing")?,
-                        )
+                        let bytes = output
+                            .manifests
+                            .remove(rel)
+                            .ok_or("internal: a file went missing")?;
+                        total.0 += bytes.len() as u64;
+                        Want::Bytes(bytes)
                     } else {
-                        Want::Known(hash.clone())
+                        let (hash, size) = known.get(rel.as_str()).ok_or_else(unrecorded)?;
+                        total.0 += size;
+                        Want::Known((*hash).to_owned())
                     };
-                    total.0 += size;
                     want.insert(rel.clone(), w);
                 }
             }
@@ -419,22 +403,24 @@ pub(super) fn compile(
         let Some(dir) = set.build_output else {
             continue;
         };
+        let known = snapshot(dir);
         let mut want = BTreeMap::new();
         let mut builds = Vec::new();
         for r in &all {
             let fresh = dirty_paths.contains(&r.path);
             for b in &r.parts[k].builds {
                 let w = if fresh {
-                    Want::Bytes(
-                        output
-                            .builds
-                            .remove(&b.path)
-                            .ok_or("internal: a Dockerfile went missing")?,
-                    )
+                    let bytes = output
+                        .builds
+                        .remove(&b.path)
+                        .ok_or("internal: a Dockerfile went missing")?;
+                    total.0 += bytes.len() as u64;
+                    Want::Bytes(bytes)
                 } else {
-                    Want::Known(b.hash.clone())
+                    let (hash, size) = known.get(b.path.as_str()).ok_or_else(unrecorded)?;
+                    total.0 += size;
+                    Want::Known((*hash).to_owned())
                 };
-                total.0 += b.size;
                 want.insert(b.path.clone(), w);
                 builds.push(ImageBuild {
                     target: b.target.clone(),

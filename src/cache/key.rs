@@ -13,7 +13,6 @@ use sha2::{Digest as _, Sha256};
 
 use crate::load::project::Project;
 use crate::pipeline::{self, Sources};
-use crate::{load, par};
 
 /// What one invocation builds: the same request finds the same record.
 #[derive(Debug, Clone)]
@@ -57,23 +56,6 @@ impl Request<'_> {
             h.path(p);
         }
         Some(h.finish())
-    }
-
-    /// The key of the inputs as they are now, read as a build reads them
-    /// (with the same size and encoding checks), but not parsed; `None` when
-    /// one cannot be read, which the build then reports.
-    pub fn current_key(&self) -> Option<String> {
-        let files = pipeline::files(self.project, self.cwd, self.paths).ok()?;
-        let read = par::map(&files, |f| {
-            load::read(f, load::display_name(&self.project.root, f)).ok()
-        });
-        let sources: Sources = files
-            .into_iter()
-            .zip(read)
-            .map(|(f, s)| Some((f, s?)))
-            .collect::<Option<_>>()?;
-        let library = self.project.library().ok()?;
-        self.key(&sources, library.digest())
     }
 
     /// The key of a build that read `sources` and a library with digest

@@ -55,13 +55,48 @@ struct Record {
     files: Option<incremental::Files>,
 }
 
-/// A record without its per-file part: all a no-op check reads.
-#[derive(Debug, Deserialize)]
-struct Head {
-    key: String,
-    contexts: Vec<ContextPrint>,
-    dests: Vec<(PathBuf, usize)>,
-    outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+/// What the cache says of a build (see [`Cache::lookup`]).
+#[derive(Debug)]
+pub enum Lookup {
+    /// The output is current: each directory the status line names, with
+    /// its file count.
+    Fresh(Vec<(PathBuf, usize)>),
+    /// Compiled incrementally, with why the output is not current.
+    Incremental(Box<Incremental>, String),
+}
+
+/// The definition files and the library as a build reads them (with the
+/// same size and encoding checks), each read once.
+fn inputs(req: &Request) -> Result<(crate::pipeline::Sources, crate::library::Library), String> {
+    let cannot = "an input cannot be read; the build will say which";
+    let project = req.project;
+    let paths = crate::pipeline::files(project, req.cwd, req.paths).map_err(|_| cannot)?;
+    let read = crate::par::map(&paths, |p| {
+        let name = crate::load::display_name(&project.root, p);
+        crate::load::read_as(p, name, crate::load::shown_path(req.cwd, p)).ok()
+    });
+    let sources = paths
+        .into_iter()
+        .zip(read)
+        .map(|(p, f)| Some((p, f?)))
+        .collect::<Option<_>>()
+        .ok_or(cannot)?;
+    let library = project.library().map_err(|_| cannot)?;
+    Ok((sources, library))
+}
+
+/// Whether `record` is of the directories `req` writes, and its build
+/// contexts are as they were.
+fn same_places(req: &Request, record: &Record) -> Result<(), String> {
+    let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
+    if dirs != req.dirs().iter().collect::<Vec<_>>() {
+        return Err("the output directories changed".into());
+    }
+    let generated = req.generated();
+    if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
+        return Err(format!("the build context {} changed", shown(req, &c.dir)));
+    }
+    Ok(())
 }
 
 /// Just the format, to tell an old record from a damaged one.
@@ -106,26 +141,48 @@ impl Cache {
         })
     }
 
-    /// When the output is current: each directory the status line names,
-    /// with its file count; otherwise why not, for `build --verbose`. May
-    /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
-    /// touches the output.
-    pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
-        let mut record: Head = self.load()?;
+    /// What the cache says of a build of `sets`: that the output is
+    /// current (each directory the status line names, with its file count),
+    /// or an incremental build with why the output is not current; or why
+    /// the full build must run, for `build --verbose`. Reads the record and
+    /// the inputs once for both. May refresh the record (see
+    /// [`snapshot::Verdict::Refreshed`]); never touches the output.
+    pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
+        let mut record: Record = self.load()?;
+        let (sources, library) = inputs(req)?;
         let key = req
-            .current_key()
-            .ok_or("an input cannot be read; the build will say which")?;
-        if record.key != key {
-            return Err("the definitions, project, library or trainc changed".into());
-        }
-        let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
-        if dirs != req.dirs().iter().collect::<Vec<_>>() {
-            return Err("the output directories changed".into());
-        }
-        let generated = req.generated();
-        if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
-            return Err(format!("the build context {} changed", shown(req, &c.dir)));
-        }
+            .key(&sources, library.digest())
+            .ok_or("the trainc executable cannot be inspected")?;
+        let why = if record.key == key {
+            match self.current(req, &mut record) {
+                Ok(()) => return Ok(Lookup::Fresh(record.dests)),
+                Err(why) => why,
+            }
+        } else {
+            "the definitions, project, library or trainc changed".to_owned()
+        };
+        let inc = self.compile(req, record, sources, library, sets)?;
+        Ok(Lookup::Incremental(Box::new(inc), why))
+    }
+
+    /// An incremental build of `sets` (see [`incremental`]): the definition
+    /// files that changed since the recorded build compiled, the others'
+    /// output taken from the record; or why the full build must run. Never
+    /// touches the output.
+    pub fn incremental(
+        &self,
+        req: &Request,
+        sets: &[crate::pipeline::Set],
+    ) -> Result<Incremental, String> {
+        let record: Record = self.load()?;
+        let (sources, library) = inputs(req)?;
+        self.compile(req, record, sources, library, sets)
+    }
+
+    /// Whether the output is as `record` says, the record's key being
+    /// current; refreshes the record's snapshots when they needed hashing.
+    fn current(&self, req: &Request, record: &mut Record) -> Result<(), String> {
+        same_places(req, record)?;
         let mark = snapshot::mark();
         let mut refreshed = false;
         for (dir, entries) in &mut record.outputs {
@@ -145,15 +202,27 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            // The whole record, with the snapshots refreshed.
-            if let Ok(mut whole) = self.load::<Record>() {
-                whole.outputs = record.outputs;
-                let _ = self.write(&whole);
-            }
+            let _ = self.write(record);
         } else {
             keep_alive(&self.file);
         }
-        Ok(record.dests)
+        Ok(())
+    }
+
+    fn compile(
+        &self,
+        req: &Request,
+        mut record: Record,
+        sources: crate::pipeline::Sources,
+        library: crate::library::Library,
+        sets: &[crate::pipeline::Set],
+    ) -> Result<Incremental, String> {
+        let files = record
+            .files
+            .take()
+            .ok_or("the last build kept no record of each definition file")?;
+        same_places(req, &record)?;
+        incremental::compile(req, &record, files, sources, &library, sets)
     }
 
     /// The record (or the part of it `T` reads), when there is one of this
@@ -167,31 +236,6 @@ impl Cache {
             Ok(_) => serde_json::from_slice(&bytes).map_err(|_| "the record is damaged".into()),
             Err(_) => Err("the record is damaged".into()),
         }
-    }
-
-    /// An incremental build of `sets` (see [`incremental`]): the definition
-    /// files that changed since the recorded build compiled, the others'
-    /// output taken from the record; or why the full build must run. Never
-    /// touches the output.
-    pub fn incremental(
-        &self,
-        req: &Request,
-        sets: &[crate::pipeline::Set],
-    ) -> Result<Incremental, String> {
-        let record: Record = self.load()?;
-        let files = record
-            .files
-            .as_ref()
-            .ok_or("the last build kept no record of each definition file")?;
-        let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
-        if dirs != req.dirs().iter().collect::<Vec<_>>() {
-            return Err("the output directories changed".into());
-        }
-        let generated = req.generated();
-        if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
-            return Err(format!("the build context {} changed", shown(req, &c.dir)));
-        }
-        incremental::compile(req, &record, files, sets)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of

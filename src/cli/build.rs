@@ -50,12 +50,9 @@ pub(super) fn build(
     } else {
         cache::Cache::open(&req)
     };
-    let fresh = match &cache {
-        Ok(c) => c.fresh(&req),
-        Err(why) => Err(why.clone()),
-    };
-    let why = match fresh {
-        Ok(dests) => {
+    let sets = targets.pipeline_sets();
+    let planned = match cache.as_ref().map(|c| c.lookup(&req, &sets)) {
+        Ok(Ok(cache::Lookup::Fresh(dests))) => {
             if verbose {
                 eprintln!("cache: the output is as the last build left it");
             }
@@ -82,13 +79,9 @@ pub(super) fn build(
             }
             return Ok(Status::Ok);
         }
-        Err(why) => why,
-    };
-    // Only the definition files that changed, when the cache can tell.
-    let planned = match &cache {
-        Ok(c) => c
-            .incremental(&req, &targets.pipeline_sets())
-            .and_then(|inc| incremental(&targets, inc, &why, !check)),
+        // Only the definition files that changed.
+        Ok(Ok(cache::Lookup::Incremental(inc, why))) => incremental(&targets, *inc, &why, !check),
+        Ok(Err(why)) => Err(why),
         Err(why) => Err(why.clone()),
     };
     let (plans, read, state, warnings) = match planned {
