@@ -185,7 +185,7 @@ pub fn check_sets(
 
 /// Whether `paths` yield all of the project's definitions: only then can a
 /// variant's `job:` be told to name none.
-fn complete(project: &Project, cwd: &Path, paths: &[PathBuf]) -> bool {
+pub fn complete(project: &Project, cwd: &Path, paths: &[PathBuf]) -> bool {
     paths.is_empty()
         || matches!(
             (files(project, cwd, paths), files(project, cwd, &[])),
@@ -206,6 +206,52 @@ fn resolve_sets(
     which: &[Option<&Variant>],
     complete: bool,
 ) -> Result<Resolved, Vec<Diagnostic>> {
+    resolve_parts(
+        project,
+        library,
+        sources,
+        docs,
+        which,
+        Scope::All { complete },
+    )
+    .map(|(jobs, warnings, _)| (jobs, warnings))
+}
+
+/// What a compile covers: all of a build's definitions, or (for the build
+/// cache) some of them, whose cross-file rules the cache checks itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every definition the build reads; `complete` when they are all of
+    /// the project's.
+    All { complete: bool },
+    /// Some definition files: the rules across files are left to the caller
+    /// (duplicates and collisions with the others, variants' `job:` names,
+    /// the budget of all jobs, that there is a job at all, and the images a
+    /// variant without build specs uses), and so are the shared files.
+    Some,
+}
+
+/// [`Resolved`] and the summaries of each set's documents.
+type ResolvedParts = (Vec<Vec<Job>>, Vec<Diagnostic>, Vec<Vec<Summary>>);
+
+/// [`resolve_sets`], also returning the summaries of each set's documents.
+fn resolve_parts(
+    project: &Project,
+    library: &Library,
+    sources: &Sources,
+    docs: &[Document],
+    which: &[Option<&Variant>],
+    scope: Scope,
+) -> Result<ResolvedParts, Vec<Diagnostic>> {
+    let complete = scope == Scope::All { complete: true };
+    let resolve_one =
+        |project: &Project, library: &Library, sources: &Sources, docs: &[Document]| {
+            if scope == Scope::Some {
+                resolve_some(project, library, docs)
+            } else {
+                resolve(project, library, sources, docs)
+            }
+        };
     type Key = (String, usize, usize, String);
     let key = |d: &Diagnostic| -> Key {
         match &d.location {
@@ -215,7 +261,7 @@ fn resolve_sets(
     };
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let base = match resolve(project, library, sources, docs) {
+    let base = match resolve_one(project, library, sources, docs) {
         Ok((jobs, w)) => {
             warnings.extend(w);
             Some(jobs)
@@ -229,7 +275,8 @@ fn resolve_sets(
     let mut variants: Vec<&Variant> = which.iter().flatten().copied().collect();
     variants.sort_by(|a, b| a.name.cmp(&b.name));
     variants.dedup_by(|a, b| a.name == b.name);
-    let mut resolved: Vec<(&str, Vec<Job>)> = Vec::new();
+    let mut resolved: Vec<(&str, Vec<Job>, Vec<Summary>)> = Vec::new();
+    let base_summaries = summarize(docs, &project.defaults);
     if let Some(project_doc) = &project.doc {
         for v in variants {
             if complete {
@@ -251,10 +298,11 @@ fn resolve_sets(
                     Diagnostic { message, ..d }
                 })
             };
-            match resolve(project, library, sources, &patched) {
+            match resolve_one(project, library, sources, &patched) {
                 Ok((jobs, w)) => {
                     warnings.extend(w.into_iter().filter_map(own));
-                    resolved.push((&v.name, jobs));
+                    let summaries = summarize(&patched, &project.defaults);
+                    resolved.push((&v.name, jobs, summaries));
                 }
                 Err(d) => errors.extend(d.into_iter().filter_map(own)),
             }
@@ -267,18 +315,73 @@ fn resolve_sets(
     }
     diagnostic::normalize(&mut warnings);
     let base = base.unwrap_or_default();
-    let jobs = which
+    let (jobs, summaries) = which
         .iter()
         .map(|w| match w {
-            None => base.clone(),
+            None => (base.clone(), base_summaries.clone()),
             Some(v) => resolved
                 .iter()
-                .find(|(n, _)| *n == v.name)
-                .map(|(_, j)| j.clone())
+                .find(|(n, _, _)| *n == v.name)
+                .map(|(_, j, s)| (j.clone(), s.clone()))
                 .unwrap_or_default(),
         })
-        .collect();
-    Ok((jobs, warnings))
+        .unzip();
+    Ok((jobs, warnings, summaries))
+}
+
+/// [`resolve`] of some definition files: none may be all right, as the
+/// others have jobs.
+fn resolve_some(
+    project: &Project,
+    library: &Library,
+    docs: &[Document],
+) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let generated = project.written_dirs();
+    let cx = validate::Context {
+        defaults: &project.defaults,
+        library,
+        root: &project.root,
+        generated: &generated,
+    };
+    validate::validate(docs, &cx)
+}
+
+/// A definition document as the rules across documents see it (duplicate
+/// jobs, object names two jobs generate, the output budget of all jobs):
+/// what the build cache keeps of a definition file it does not read again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// The definition file, as generated files name it.
+    pub source: String,
+    pub namespace: String,
+    pub name: String,
+    /// The objects it generates: (kind, namespace, name).
+    pub claims: Vec<(String, Option<String>, String)>,
+    /// The least output it makes (see `validate::budget`).
+    pub floor: u64,
+}
+
+/// The summaries of documents that passed validation (of the others,
+/// nothing: a build of them fails).
+fn summarize(docs: &[Document], defaults: &crate::model::project::Defaults) -> Vec<Summary> {
+    use crate::model::definition::TrainingJob;
+    docs.iter()
+        .filter_map(|doc| {
+            let mut def = doc.typed::<TrainingJob>().ok()?;
+            def.keep_written(|p| doc.source_text(p).map(str::to_owned));
+            let claims = validate::rules::generated(&def, defaults)
+                .into_iter()
+                .map(|g| (g.kind.to_owned(), g.namespace, g.name))
+                .collect();
+            Some(Summary {
+                source: doc.file.name.clone(),
+                namespace: crate::model::job::namespace_of(&def, defaults),
+                name: def.metadata.name.clone(),
+                claims,
+                floor: validate::floor(doc, &def),
+            })
+        })
+        .collect()
 }
 
 fn resolve(
@@ -382,6 +485,36 @@ pub struct Compiled {
     pub read: Read,
     /// Findings that did not stop the build.
     pub warnings: Vec<Diagnostic>,
+    /// What each definition file made, for the build cache's records: the
+    /// definitions as written first, then as each set's variant patches
+    /// them, in the order of the sets.
+    pub parts: Vec<Part>,
+}
+
+/// The definitions as written, or as a variant patches them: their
+/// documents and jobs, and which set's files they made.
+#[derive(Debug, Default)]
+pub struct Part {
+    pub summaries: Vec<Summary>,
+    pub jobs: Vec<JobInfo>,
+    /// The images its build specs build, with the Dockerfiles left out
+    /// (they are in the set's build-spec tree).
+    pub builds: Vec<crate::image::ImageBuild>,
+    /// The set (an index into [`Compiled::outputs`]) whose files these are;
+    /// `None`: no set's (the definitions as written, when only variants are
+    /// built).
+    pub set: Option<usize>,
+}
+
+/// A job, as the build cache records it.
+#[derive(Debug)]
+pub struct JobInfo {
+    /// The definition file, as generated files name it.
+    pub source: String,
+    pub namespace: String,
+    pub name: String,
+    /// The images the build specs build for it.
+    pub images: Vec<String>,
 }
 
 /// The inputs a build read, each once: the definitions, the library and the
@@ -407,10 +540,65 @@ pub fn desired(
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
     let complete = complete(project, cwd, paths);
+    compile_sets(
+        project,
+        &library,
+        sources,
+        &docs,
+        sets,
+        Scope::All { complete },
+    )
+}
+
+/// [`desired`] of some of the definition files, already read, for the
+/// build cache: each set's trees hold only these files' jobs (no root
+/// kustomization, no bake file), and the rules across files (see
+/// [`Scope::Some`]) and the output limit are left to the caller.
+pub fn desired_some(
+    project: &Project,
+    library: &Library,
+    sources: Sources,
+    sets: &[Set],
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let parsed = par::map(&sources, |(_, f)| {
+        if emit::is_generated(f.text.as_bytes()) {
+            Err(Diagnostic::new(format!(
+                "{} was generated by trainc",
+                f.shown
+            )))
+        } else {
+            load::parse(f)
+        }
+    });
+    let mut docs = Vec::new();
+    let mut diags = Vec::new();
+    for p in parsed {
+        match p {
+            Ok(d) => docs.extend(d),
+            Err(d) => diags.push(d),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    compile_sets(project, library, sources, &docs, sets, Scope::Some)
+}
+
+fn compile_sets(
+    project: &Project,
+    library: &Library,
+    sources: Sources,
+    docs: &[Document],
+    sets: &[Set],
+    scope: Scope,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let all = scope != Scope::Some;
     let mut which: Vec<Option<&Variant>> = vec![None];
     which.extend(sets.iter().filter_map(|s| s.variant).map(Some));
-    let (resolved, warnings) = resolve_sets(project, &library, &sources, &docs, &which, complete)?;
+    let (resolved, warnings, summaries) =
+        resolve_parts(project, library, &sources, docs, &which, scope)?;
     let mut resolved = resolved.into_iter();
+    let mut summaries = summaries.into_iter();
     let mut base = resolved.next().unwrap_or_default();
     // The project's own build directory names the images in the build
     // specs (and in their comments): the one this build writes, if it
@@ -420,39 +608,70 @@ pub fn desired(
         .find(|s| s.variant.is_none())
         .and_then(|s| s.build_output)
         .unwrap_or(&project.build_output);
-    let (base_builds, mut contexts, base_images) = prepare(project, &library, &mut base, base_out)?;
+    let base_prepared = prepare(project, library, &mut base, base_out)?;
+    let mut contexts = base_prepared.prints.clone();
+    let mut parts = vec![Part {
+        summaries: summaries.next().unwrap_or_default(),
+        jobs: job_infos(&base, &base_prepared.per_job),
+        builds: base_prepared.builds.clone(),
+        set: None,
+    }];
     let mut outputs = Vec::with_capacity(sets.len());
     let mut diags = Vec::new();
     for set in sets {
         let (jobs, builds) = match set.variant {
-            None => (base.clone(), base_builds.clone()),
+            None => {
+                parts[0].set = Some(outputs.len());
+                (base.clone(), base_prepared.tree.clone())
+            }
             Some(v) => {
                 let mut jobs = resolved.next().unwrap_or_default();
                 let out = v.build_output.as_deref().unwrap_or(&project.build_output);
-                let (builds, prints, images) = prepare(project, &library, &mut jobs, out)?;
-                contexts.extend(prints);
-                if v.build_output.is_none() {
-                    diags.extend(foreign_images(project, v, &images, &base_images));
+                let prepared = prepare(project, library, &mut jobs, out)?;
+                contexts.extend(prepared.prints);
+                if v.build_output.is_none() && all {
+                    diags.extend(foreign_images(
+                        project,
+                        v,
+                        &prepared.images,
+                        &base_prepared.images,
+                    ));
                 }
-                (jobs, builds)
+                parts.push(Part {
+                    summaries: summaries.next().unwrap_or_default(),
+                    jobs: job_infos(&jobs, &prepared.per_job),
+                    builds: prepared.builds,
+                    set: Some(outputs.len()),
+                });
+                (jobs, prepared.tree)
             }
         };
         let out = set.build_output.unwrap_or(&project.build_output);
-        let extra = match extra_resources(project, set.output, out, set.resources, &jobs) {
-            Ok(extra) => extra,
-            Err(d) => {
-                diags.extend(d);
-                continue;
+        let extra = if all {
+            match extra_resources(project, set.output, out, set.resources, &jobs) {
+                Ok(extra) => extra,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
             }
+        } else {
+            Vec::new()
         };
-        let manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
+        let mut manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
+        let mut builds = if set.build_output.is_some() {
+            builds
+        } else {
+            Tree::new()
+        };
+        if !all {
+            // Made by the caller from every file's jobs.
+            manifests.remove(emit::KUSTOMIZATION);
+            builds.remove(crate::image::BAKE_FILE);
+        }
         outputs.push(Output {
             manifests,
-            builds: if set.build_output.is_some() {
-                builds
-            } else {
-                Tree::new()
-            },
+            builds,
             extra,
             jobs: jobs.len(),
         });
@@ -463,15 +682,17 @@ pub fn desired(
     }
     contexts.sort();
     contexts.dedup();
-    // What would be written, checked before anything is.
-    let trees = outputs.iter().flat_map(|o| [&o.manifests, &o.builds]);
-    let bytes = trees
-        .clone()
-        .flat_map(|t| t.values())
-        .map(|b| b.len() as u64);
-    let files = trees.map(|t| t.len()).sum();
-    limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
-        .map_err(|d| vec![d])?;
+    if all {
+        // What would be written, checked before anything is.
+        let trees = outputs.iter().flat_map(|o| [&o.manifests, &o.builds]);
+        let bytes = trees
+            .clone()
+            .flat_map(|t| t.values())
+            .map(|b| b.len() as u64);
+        let files = trees.map(|t| t.len()).sum();
+        limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
+            .map_err(|d| vec![d])?;
+    }
     Ok(Compiled {
         outputs,
         read: Read {
@@ -480,7 +701,33 @@ pub fn desired(
             contexts,
         },
         warnings,
+        parts,
     })
+}
+
+fn job_infos(jobs: &[Job], images: &[Vec<String>]) -> Vec<JobInfo> {
+    jobs.iter()
+        .zip(images)
+        .map(|(j, images)| JobInfo {
+            source: j.source.clone(),
+            namespace: j.namespace.clone(),
+            name: j.name.clone(),
+            images: images.clone(),
+        })
+        .collect()
+}
+
+/// What [`prepare`] made of a set's jobs.
+struct Prepared {
+    /// The build-spec tree.
+    tree: Tree,
+    prints: Vec<ContextPrint>,
+    /// The images it builds (those of roles that name none, and
+    /// TensorBoard's), and each job's.
+    images: std::collections::BTreeSet<String>,
+    per_job: Vec<Vec<String>>,
+    /// The builds, without their Dockerfiles.
+    builds: Vec<crate::image::ImageBuild>,
 }
 
 /// [`crate::image::prepare`] into `out`, also returning the images it
@@ -490,27 +737,41 @@ fn prepare(
     library: &Library,
     jobs: &mut [Job],
     out: &Path,
-) -> Result<(Tree, Vec<ContextPrint>, std::collections::BTreeSet<String>), Vec<Diagnostic>> {
+) -> Result<Prepared, Vec<Diagnostic>> {
     let unnamed: Vec<Vec<bool>> = jobs
         .iter()
         .map(|j| j.roles.iter().map(|r| r.image.is_empty()).collect())
         .collect();
-    let (tree, prints) =
-        crate::image::prepare(jobs, library, &project.root, out, &generated(project, out))?;
+    let (mut builds, prints) =
+        crate::image::builds(jobs, library, &project.root, out, &generated(project, out))?;
+    let tree = crate::image::tree(&builds, &project.root, out);
+    for b in &mut builds {
+        b.dockerfile = Vec::new();
+    }
     let mut images = std::collections::BTreeSet::new();
+    let mut per_job = Vec::with_capacity(jobs.len());
     for (job, unnamed) in jobs.iter().zip(&unnamed) {
+        let mut own = std::collections::BTreeSet::new();
         for (role, built) in job.roles.iter().zip(unnamed) {
             if *built && job.build.is_some() {
-                images.insert(role.image.clone());
+                own.insert(role.image.clone());
             }
         }
         if let Some(tb) = &job.tensorboard
             && tb.build.is_some()
         {
-            images.insert(tb.image.clone());
+            own.insert(tb.image.clone());
         }
+        images.extend(own.iter().cloned());
+        per_job.push(own.into_iter().collect());
     }
-    Ok((tree, prints, images))
+    Ok(Prepared {
+        tree,
+        prints,
+        images,
+        per_job,
+        builds,
+    })
 }
 
 /// A variant without a build directory of its own whose patches change
@@ -554,10 +815,21 @@ pub fn extra_resources(
     resources: &[Resource],
     jobs: &[Job],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let namespaces = jobs.iter().map(|j| j.namespace.as_str()).collect();
+    extra_resources_in(project, output, build_output, resources, &namespaces)
+}
+
+/// [`extra_resources`] for jobs in `namespaces`.
+pub fn extra_resources_in(
+    project: &Project,
+    output: &Path,
+    build_output: &Path,
+    resources: &[Resource],
+    namespaces: &std::collections::BTreeSet<&str>,
+) -> Result<Vec<String>, Vec<Diagnostic>> {
     if resources.is_empty() {
         return Ok(Vec::new());
     }
-    let namespaces = jobs.iter().map(|j| j.namespace.as_str()).collect();
     let mut others: Vec<(&Path, String)> = project
         .written_dirs()
         .into_iter()
@@ -567,7 +839,7 @@ pub fn extra_resources(
         others.push((build_output, "build directory".to_owned()));
     }
     let others: Vec<(&Path, &str)> = others.iter().map(|(d, w)| (*d, w.as_str())).collect();
-    crate::resources::entries(project, resources, output, &namespaces, &others)
+    crate::resources::entries(project, resources, output, namespaces, &others)
 }
 
 /// Compiles valid jobs into the output tree, in memory. Jobs are

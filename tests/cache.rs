@@ -155,7 +155,7 @@ fn every_input_is_part_of_the_key() {
                     "learning_rate: 0.01",
                 )
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: re-rendering 1 job of 1, because jobs/mnist.yaml changed\n",
         ),
         (
             "the project's defaults",
@@ -166,7 +166,7 @@ fn every_input_is_part_of_the_key() {
                     "namespace: ml\n  labels: {team: vision}",
                 )
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: compiling, because the project, library or trainc changed\n",
         ),
         (
             "a new definition file",
@@ -178,7 +178,7 @@ fn every_input_is_part_of_the_key() {
                 .map(drop)
                 .expect("copy");
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: re-rendering 1 job of 2, because jobs/mnist-cpu.yaml is new\n",
         ),
         (
             "the training code",
@@ -202,7 +202,7 @@ fn every_input_is_part_of_the_key() {
                 )
                 .expect("write");
             },
-            "cache: compiling, because the definitions, project, library or trainc changed\n",
+            "cache: compiling, because the project, library or trainc changed\n",
         ),
     ];
     for (what, change, why) in changes {
@@ -588,4 +588,388 @@ fn a_symlinked_records_directory_is_never_swept() {
     let mut want = names.map(String::from).to_vec();
     want.sort();
     assert_eq!(left, want, "nothing swept");
+}
+
+// Incremental builds: after an edit, only the definition files that changed
+// are compiled; the others' files are taken from the record. Every answer is
+// the one a build without the cache gives, and every output the one a fresh
+// build writes.
+
+impl Project {
+    /// The mnist project with `n` jobs, one per file (`jobs/mnist.yaml`
+    /// and `jobs/job-1.yaml`…, each building its image), built once.
+    fn many(n: usize) -> Self {
+        let p = Self {
+            dir: scratch_example("mnist"),
+            cache: tempfile::tempdir().expect("tempdir"),
+        };
+        let text = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
+        for i in 1..n {
+            let copy = text.replacen("name: mnist\n", &format!("name: job-{i}\n"), 1);
+            fs::write(p.path().join(format!("jobs/job-{i}.yaml")), copy).expect("write");
+        }
+        let o = p.run(&["build"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+        p
+    }
+
+    /// `diff` with and without the cache (`diff` has no `--no-cache`; an
+    /// empty `TRAINC_CACHE_DIR` turns it off): the same report, the same
+    /// exit code. Returns the report.
+    fn diff_agrees(&self, args: &[&str]) -> String {
+        let args = [&["diff"][..], args].concat();
+        let cached = self.run(&args);
+        let uncached = self.run_with_cache("", &args);
+        assert_eq!(cached.status.code(), uncached.status.code());
+        assert_eq!(stdout(&cached), stdout(&uncached));
+        assert_eq!(stderr(&cached), stderr(&uncached));
+        stdout(&cached)
+    }
+
+    /// The output directories as a fresh build without the cache writes
+    /// them, in a copy of the project without its output.
+    fn fresh_output(&self) -> [std::collections::BTreeMap<String, Vec<u8>>; 2] {
+        let copy = tempfile::tempdir().expect("tempdir");
+        for dir in ["jobs", "train"] {
+            common::copy_tree(&self.path().join(dir), &copy.path().join(dir));
+        }
+        fs::copy(
+            self.path().join("trainc.yaml"),
+            copy.path().join("trainc.yaml"),
+        )
+        .expect("copy");
+        let o = common::trainc()
+            .current_dir(copy.path())
+            .args(["build", "--no-cache"])
+            .output()
+            .expect("trainc runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        ["deploy", "build"].map(|d| read_tree(&copy.path().join(d)))
+    }
+
+    fn output(&self) -> [std::collections::BTreeMap<String, Vec<u8>>; 2] {
+        ["deploy", "build"].map(|d| read_tree(&self.path().join(d)))
+    }
+
+    /// The files below `dir` whose mtime is not what `before` says, or
+    /// that are new or gone.
+    fn touched(&self, before: &[(PathBuf, SystemTime)], dir: &str) -> Vec<String> {
+        let after = mtimes(&self.path().join(dir));
+        let mut out: Vec<String> = after
+            .iter()
+            .filter(|e| !before.contains(e))
+            .chain(before.iter().filter(|e| !after.iter().any(|a| a.0 == e.0)))
+            .filter(|(p, _)| p.is_file() || !p.exists())
+            .map(|(p, _)| {
+                p.strip_prefix(self.path())
+                    .expect("below")
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// One definition of several edited: `build --check`, `diff` and `build`
+/// compile it alone, say so, and agree with a build without the cache; the
+/// build rewrites only that job's files, and the output is what a fresh
+/// build writes.
+#[test]
+fn an_edit_compiles_only_the_file_that_changed() {
+    let p = Project::many(4);
+    let before = mtimes(&p.path().join("deploy"));
+    let build_before = mtimes(&p.path().join("build"));
+    p.edit(
+        "jobs/job-2.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    let why = "cache: re-rendering 1 job of 4, because jobs/job-2.yaml changed\n";
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), why);
+    assert_eq!(
+        stdout(&o),
+        "deploy is stale: 0 created, 8 updated, 0 deleted, 49 unchanged\n\
+         ~ deploy/ml/job-2/configmap-job-2-cluster-spec.yaml\n\
+         ~ deploy/ml/job-2/job-job-2-chief-0.yaml\n\
+         ~ deploy/ml/job-2/job-job-2-ps-0.yaml\n\
+         ~ deploy/ml/job-2/job-job-2-ps-1.yaml\n\
+         ~ deploy/ml/job-2/job-job-2-worker-0.yaml\n\
+         ~ deploy/ml/job-2/job-job-2-worker-1.yaml\n\
+         ~ deploy/ml/job-2/networkpolicy-job-2.yaml\n\
+         ~ deploy/ml/job-2/service-job-2.yaml\n\
+         build is up to date (9 files)\n\
+         run `trainc build` and commit the result\n"
+    );
+    let report = p.diff_agrees(&[]);
+    assert!(report.contains("re-run ml/job-2: "), "{report}");
+    assert!(!report.contains("ml/job-1"), "{report}");
+    assert_eq!(
+        p.diff_agrees(&["--format", "json"]),
+        stdout(&p.run_with_cache("", &["diff", "--format", "json"]))
+    );
+
+    let o = p.run(&["build", "-v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), why);
+    let touched = p.touched(&before, "deploy");
+    assert!(!touched.is_empty());
+    assert!(
+        touched.iter().all(|t| t.starts_with("deploy/ml/job-2/")),
+        "{touched:?}"
+    );
+    assert_eq!(p.touched(&build_before, "build"), Vec::<String>::new());
+    assert_eq!(p.output(), p.fresh_output());
+    // Recorded: the next build is a no-op again.
+    assert_eq!(stderr(&p.check_agrees()), HIT);
+    assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+}
+
+/// Edits that change the files every job shares: a new job (a directory
+/// in the root kustomization, an image in the bake file), a renamed job,
+/// a definition file removed. Each is compiled alone, and the output is
+/// what a fresh build writes.
+#[test]
+fn new_renamed_and_removed_jobs_update_the_shared_files() {
+    let p = Project::many(3);
+    let mnist = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
+    let steps: [Change; 3] = [
+        (
+            "a new job",
+            &|p| {
+                let text = mnist.replacen("name: mnist\n", "name: added\n", 1);
+                fs::write(p.path().join("jobs/added.yaml"), text).expect("write");
+            },
+            "cache: re-rendering 1 job of 4, because jobs/added.yaml is new\n",
+        ),
+        (
+            "a renamed job",
+            &|p| p.edit("jobs/job-1.yaml", "name: job-1\n", "name: renamed\n"),
+            "cache: re-rendering 1 job of 4, because jobs/job-1.yaml changed\n",
+        ),
+        (
+            "a removed definition",
+            &|p| fs::remove_file(p.path().join("jobs/job-2.yaml")).expect("rm"),
+            "cache: re-rendering 0 jobs of 3, because jobs/job-2.yaml was removed\n",
+        ),
+    ];
+    for (what, step, why) in steps {
+        step(&p);
+        let o = p.check_agrees();
+        assert_eq!(o.status.code(), Some(1), "{what}");
+        assert_eq!(stderr(&o), why, "{what}");
+        for shared in ["~ deploy/kustomization.yaml\n", "~ build/docker-bake.hcl\n"] {
+            assert!(stdout(&o).contains(shared), "{what}: {}", stdout(&o));
+        }
+        p.diff_agrees(&[]);
+        p.diff_agrees(&["--stat"]);
+        let o = p.run(&["build", "-v"]);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        assert_eq!(stderr(&o), why, "{what}");
+        assert_eq!(p.output(), p.fresh_output(), "{what}");
+        assert_eq!(stderr(&p.check_agrees()), HIT, "{what}");
+    }
+    let root = String::from_utf8(p.output()[0]["kustomization.yaml"].clone()).expect("UTF-8");
+    assert!(
+        root.contains("- ml/added\n") && root.contains("- ml/renamed\n"),
+        "{root}"
+    );
+    assert!(!root.contains("job-1") && !root.contains("job-2"), "{root}");
+}
+
+/// A job defined twice, in an edited file and in one the cache does not
+/// read again: the same located error as without the cache, and nothing
+/// written.
+#[test]
+fn a_duplicate_across_an_edited_and_an_unedited_file_is_found() {
+    let p = Project::many(3);
+    let before = p.output();
+    p.edit("jobs/job-2.yaml", "name: job-2\n", "name: job-1\n");
+    for args in [&["build", "-v"][..], &["build", "--check", "-v"], &["diff"]] {
+        let cached = p.run(args);
+        let uncached = p.run_with_cache("", args);
+        assert_eq!(cached.status.code(), Some(2), "{args:?}");
+        let err = stderr(&cached);
+        assert_eq!(
+            err.lines()
+                .filter(|l| !l.starts_with("cache: "))
+                .collect::<Vec<_>>(),
+            stderr(&uncached)
+                .lines()
+                .filter(|l| !l.starts_with("cache: "))
+                .collect::<Vec<_>>(),
+            "{args:?}"
+        );
+        assert!(err.contains("job `ml/job-1` is defined twice"), "{err}");
+        assert!(err.contains("jobs/job-2.yaml:"), "{err}");
+        if args.contains(&"-v") {
+            assert!(
+                err.starts_with(
+                    "cache: compiling, because job `ml/job-1` is defined twice; the build will report it\n"
+                ),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(p.output(), before, "nothing written");
+}
+
+/// A generated file of a job whose definition did not change, edited by
+/// hand: found although its definition is not compiled again, and put
+/// back by the build.
+#[test]
+fn a_hand_edit_to_an_unchanged_job_is_found() {
+    let p = Project::many(3);
+    let file = p.path().join("deploy/ml/job-1/kustomization.yaml");
+    let old = fs::read_to_string(&file).expect("read");
+    fs::write(
+        &file,
+        old.replacen("resources:", "resources:\n- extra.yaml", 1),
+    )
+    .expect("write");
+    p.edit(
+        "jobs/job-2.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "cache: compiling, because deploy changed since the last build: ml/job-1/kustomization.yaml was edited\n"
+    );
+    assert!(stdout(&o).contains("~ deploy/ml/job-1/kustomization.yaml\n"));
+    p.diff_agrees(&[]);
+    assert!(p.run(&["build"]).status.success());
+    assert_eq!(fs::read_to_string(&file).expect("read"), old);
+    assert_eq!(p.output(), p.fresh_output());
+    assert_eq!(stderr(&p.check_agrees()), HIT);
+
+    // Hand-edited alone, with no definition changed: the same.
+    fs::write(
+        &file,
+        old.replacen("resources:", "resources:\n- extra.yaml", 1),
+    )
+    .expect("write");
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with("ml/job-1/kustomization.yaml was edited\n"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A definition with warnings is compiled by every build, so that its
+/// warnings are shown every time, as without the cache.
+#[test]
+fn warnings_are_shown_by_every_build() {
+    let p = Project::many(3);
+    let text = fs::read_to_string(p.path().join("jobs/job-1.yaml")).expect("read");
+    let start = text.find("  build:").expect("build");
+    let end = text.find("  args:").expect("args");
+    let latest = format!(
+        "{}  image: registry.example.com/ml/mnist:latest\n{}",
+        &text[..start],
+        &text[end..]
+    );
+    fs::write(p.path().join("jobs/job-1.yaml"), latest).expect("write");
+    assert!(p.run(&["build"]).status.success());
+    p.edit(
+        "jobs/job-2.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    for args in [&["build", "--check", "-v"][..], &["build", "-v"]] {
+        let cached = p.run(args);
+        let uncached = p.run_with_cache("", args);
+        assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
+        let err = stderr(&cached);
+        let mut lines = err.lines();
+        assert_eq!(
+            lines.next(),
+            Some("cache: re-rendering 2 jobs of 3, because jobs/job-2.yaml changed")
+        );
+        assert_eq!(
+            lines.collect::<Vec<_>>(),
+            stderr(&uncached)
+                .lines()
+                .filter(|l| !l.starts_with("cache: "))
+                .collect::<Vec<_>>()
+        );
+        assert!(err.contains("is tagged `latest`"), "{err}");
+    }
+    assert_eq!(p.output(), p.fresh_output());
+}
+
+/// Variants: an edit recompiles its file for every variant; the project's
+/// own output and each variant's are what a fresh build writes.
+#[test]
+fn variants_are_built_incrementally() {
+    let dir = scratch_example("variants");
+    let cache = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        common::trainc()
+            .current_dir(dir.path())
+            .env("TRAINC_CACHE_DIR", cache.path())
+            .args(args)
+            .output()
+            .expect("trainc runs")
+    };
+    let dirs = [
+        "deploy",
+        "build",
+        "deploy-cpu",
+        "build-cpu",
+        "deploy-staging",
+    ];
+    let trees = |root: &Path| -> Vec<_> { dirs.iter().map(|d| read_tree(&root.join(d))).collect() };
+    assert!(run(&["build"]).status.success());
+    let path = dir.path().join("jobs/resnet.yaml");
+    let text = fs::read_to_string(&path).expect("read");
+    let edited = text.replacen("worker: {replicas: 2", "worker: {replicas: 3", 1);
+    assert_ne!(edited, text);
+    fs::write(&path, edited).expect("write");
+    let o = run(&["build", "--check", "-v"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "cache: re-rendering 1 job of 2, because jobs/resnet.yaml changed\n"
+    );
+    let uncached = common::trainc()
+        .current_dir(dir.path())
+        .env("TRAINC_CACHE_DIR", "")
+        .args(["build", "--check"])
+        .output()
+        .expect("trainc runs");
+    assert_eq!(stdout(&o), stdout(&uncached));
+    let o = run(&["build", "-v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "cache: re-rendering 1 job of 2, because jobs/resnet.yaml changed\n"
+    );
+    let ours = trees(dir.path());
+    let fresh = tempfile::tempdir().expect("tempdir");
+    for d in ["jobs", "train", "staging"] {
+        common::copy_tree(&dir.path().join(d), &fresh.path().join(d));
+    }
+    fs::copy(
+        dir.path().join("trainc.yaml"),
+        fresh.path().join("trainc.yaml"),
+    )
+    .expect("copy");
+    let o = common::trainc()
+        .current_dir(fresh.path())
+        .args(["build", "--no-cache"])
+        .output()
+        .expect("trainc runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(ours, trees(fresh.path()));
+    assert_eq!(stderr(&run(&["build", "-v"])), HIT);
 }

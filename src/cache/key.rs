@@ -13,7 +13,6 @@ use sha2::{Digest as _, Sha256};
 
 use crate::load::project::Project;
 use crate::pipeline::{self, Sources};
-use crate::{load, par};
 
 /// What one invocation builds: the same request finds the same record.
 #[derive(Debug, Clone)]
@@ -59,28 +58,26 @@ impl Request<'_> {
         Some(h.finish())
     }
 
-    /// The key of the inputs as they are now, read as a build reads them
-    /// (with the same size and encoding checks), but not parsed; `None` when
-    /// one cannot be read, which the build then reports.
-    pub fn current_key(&self) -> Option<String> {
-        let files = pipeline::files(self.project, self.cwd, self.paths).ok()?;
-        let read = par::map(&files, |f| {
-            load::read(f, load::display_name(&self.project.root, f)).ok()
-        });
-        let sources: Sources = files
-            .into_iter()
-            .zip(read)
-            .map(|(f, s)| Some((f, s?)))
-            .collect::<Option<_>>()?;
-        let library = self.project.library().ok()?;
-        self.key(&sources, library.digest())
+    /// The key of a build that read `sources` and a library with digest
+    /// `library`: its [`Request::global_key`] and every definition file's
+    /// path and [`source_hash`].
+    pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
+        let mut h = Hasher::new("key");
+        h.field(self.global_key(library)?.as_bytes());
+        h.field(&sources.len().to_le_bytes());
+        for (path, file) in sources {
+            h.path(path);
+            h.field(source_hash(&file.text).as_bytes());
+        }
+        Some(h.finish())
     }
 
-    /// The key of a build that read `sources` and a library with digest
-    /// `library`.
-    pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
+    /// The key of everything but the definition files' bytes: what every
+    /// job's output depends on, so that when it changes, every job is
+    /// compiled again.
+    pub fn global_key(&self, library: &str) -> Option<String> {
         let p = self.project;
-        let mut h = Hasher::new("key");
+        let mut h = Hasher::new("global");
         h.field(env!("CARGO_PKG_VERSION").as_bytes());
         executable(&mut h)?;
         h.path(self.cwd);
@@ -103,11 +100,6 @@ impl Request<'_> {
         for path in self.paths {
             h.path(path);
         }
-        h.field(&sources.len().to_le_bytes());
-        for (path, file) in sources {
-            h.path(path);
-            h.field(&Sha256::digest(file.text.as_bytes()));
-        }
         h.field(library.as_bytes());
         // What the root kustomization lists is checked against the file
         // system: a resource gone, or its kustomization.yaml, fails the
@@ -118,6 +110,11 @@ impl Request<'_> {
         }
         Some(h.finish())
     }
+}
+
+/// The hash of a definition file's text, as records keep it.
+pub fn source_hash(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes())[..16])
 }
 
 /// The running binary: a rebuilt trainc may render differently, so its

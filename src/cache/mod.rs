@@ -14,6 +14,7 @@
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
 
+pub mod incremental;
 pub mod key;
 pub mod snapshot;
 
@@ -26,6 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+pub use incremental::{Incremental, State};
 pub use key::Request;
 use snapshot::{Entry, Verdict};
 
@@ -35,7 +37,7 @@ use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
@@ -47,6 +49,54 @@ struct Record {
     /// Every directory the build may write, as it was left; `None` when it
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    /// What each definition file made, for an incremental build; `None`
+    /// when the build could not say.
+    #[serde(default)]
+    files: Option<incremental::Files>,
+}
+
+/// What the cache says of a build (see [`Cache::lookup`]).
+#[derive(Debug)]
+pub enum Lookup {
+    /// The output is current: each directory the status line names, with
+    /// its file count.
+    Fresh(Vec<(PathBuf, usize)>),
+    /// Compiled incrementally, with why the output is not current.
+    Incremental(Box<Incremental>, String),
+}
+
+/// The definition files and the library as a build reads them (with the
+/// same size and encoding checks), each read once.
+fn inputs(req: &Request) -> Result<(crate::pipeline::Sources, crate::library::Library), String> {
+    let cannot = "an input cannot be read; the build will say which";
+    let project = req.project;
+    let paths = crate::pipeline::files(project, req.cwd, req.paths).map_err(|_| cannot)?;
+    let read = crate::par::map(&paths, |p| {
+        let name = crate::load::display_name(&project.root, p);
+        crate::load::read_as(p, name, crate::load::shown_path(req.cwd, p)).ok()
+    });
+    let sources = paths
+        .into_iter()
+        .zip(read)
+        .map(|(p, f)| Some((p, f?)))
+        .collect::<Option<_>>()
+        .ok_or(cannot)?;
+    let library = project.library().map_err(|_| cannot)?;
+    Ok((sources, library))
+}
+
+/// Whether `record` is of the directories `req` writes, and its build
+/// contexts are as they were.
+fn same_places(req: &Request, record: &Record) -> Result<(), String> {
+    let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
+    if dirs != req.dirs().iter().collect::<Vec<_>>() {
+        return Err("the output directories changed".into());
+    }
+    let generated = req.generated();
+    if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
+        return Err(format!("the build context {} changed", shown(req, &c.dir)));
+    }
+    Ok(())
 }
 
 /// Just the format, to tell an old record from a damaged one.
@@ -91,37 +141,48 @@ impl Cache {
         })
     }
 
-    /// When the output is current: each directory the status line names,
-    /// with its file count; otherwise why not, for `build --verbose`. May
-    /// refresh the record (see [`snapshot::Verdict::Refreshed`]); never
-    /// touches the output.
-    pub fn fresh(&self, req: &Request) -> Result<Vec<(PathBuf, usize)>, String> {
-        let bytes = self.read()?;
-        let mut record: Record = match serde_json::from_slice(&bytes) {
-            Ok(r @ Record { format: FORMAT, .. }) => r,
-            Ok(_) => return Err("the record is from another version of trainc".into()),
-            Err(_) => {
-                return Err(match serde_json::from_slice::<Format>(&bytes) {
-                    Ok(f) if f.format != FORMAT => "the record is from another version of trainc",
-                    _ => "the record is damaged",
-                }
-                .into());
-            }
-        };
+    /// What the cache says of a build of `sets`: that the output is
+    /// current (each directory the status line names, with its file count),
+    /// or an incremental build with why the output is not current; or why
+    /// the full build must run, for `build --verbose`. Reads the record and
+    /// the inputs once for both. May refresh the record (see
+    /// [`snapshot::Verdict::Refreshed`]); never touches the output.
+    pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
+        let mut record: Record = self.load()?;
+        let (sources, library) = inputs(req)?;
         let key = req
-            .current_key()
-            .ok_or("an input cannot be read; the build will say which")?;
-        if record.key != key {
-            return Err("the definitions, project, library or trainc changed".into());
-        }
-        let dirs: Vec<&PathBuf> = record.outputs.iter().map(|(d, _)| d).collect();
-        if dirs != req.dirs().iter().collect::<Vec<_>>() {
-            return Err("the output directories changed".into());
-        }
-        let generated = req.generated();
-        if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
-            return Err(format!("the build context {} changed", shown(req, &c.dir)));
-        }
+            .key(&sources, library.digest())
+            .ok_or("the trainc executable cannot be inspected")?;
+        let why = if record.key == key {
+            match self.current(req, &mut record) {
+                Ok(()) => return Ok(Lookup::Fresh(record.dests)),
+                Err(why) => why,
+            }
+        } else {
+            "the definitions, project, library or trainc changed".to_owned()
+        };
+        let inc = self.compile(req, record, sources, library, sets)?;
+        Ok(Lookup::Incremental(Box::new(inc), why))
+    }
+
+    /// An incremental build of `sets` (see [`incremental`]): the definition
+    /// files that changed since the recorded build compiled, the others'
+    /// output taken from the record; or why the full build must run. Never
+    /// touches the output.
+    pub fn incremental(
+        &self,
+        req: &Request,
+        sets: &[crate::pipeline::Set],
+    ) -> Result<Incremental, String> {
+        let record: Record = self.load()?;
+        let (sources, library) = inputs(req)?;
+        self.compile(req, record, sources, library, sets)
+    }
+
+    /// Whether the output is as `record` says, the record's key being
+    /// current; refreshes the record's snapshots when they needed hashing.
+    fn current(&self, req: &Request, record: &mut Record) -> Result<(), String> {
+        same_places(req, record)?;
         let mark = snapshot::mark();
         let mut refreshed = false;
         for (dir, entries) in &mut record.outputs {
@@ -141,16 +202,52 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            let _ = self.write(&record);
+            let _ = self.write(record);
         } else {
             keep_alive(&self.file);
         }
-        Ok(record.dests)
+        Ok(())
     }
 
-    /// Records a build that compiled `read` and left the directories of
-    /// `plans` as they should be; or says why it could not.
-    pub fn save(&self, req: &Request, read: &Read, plans: &[&Plan]) -> Result<(), String> {
+    fn compile(
+        &self,
+        req: &Request,
+        mut record: Record,
+        sources: crate::pipeline::Sources,
+        library: crate::library::Library,
+        sets: &[crate::pipeline::Set],
+    ) -> Result<Incremental, String> {
+        let files = record
+            .files
+            .take()
+            .ok_or("the last build kept no record of each definition file")?;
+        same_places(req, &record)?;
+        incremental::compile(req, &record, files, sources, &library, sets)
+    }
+
+    /// The record (or the part of it `T` reads), when there is one of this
+    /// version of trainc.
+    fn load<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        let bytes = self.read()?;
+        match serde_json::from_slice::<Format>(&bytes) {
+            Ok(f) if f.format != FORMAT => {
+                Err("the record is from another version of trainc".into())
+            }
+            Ok(_) => serde_json::from_slice(&bytes).map_err(|_| "the record is damaged".into()),
+            Err(_) => Err("the record is damaged".into()),
+        }
+    }
+
+    /// Records a build that compiled `read` (with `state`, the hash of
+    /// every file it meant to write) and left the directories of `plans` as
+    /// they should be; or says why it could not.
+    pub fn save(
+        &self,
+        req: &Request,
+        read: &Read,
+        state: &State,
+        plans: &[&Plan],
+    ) -> Result<(), String> {
         let key = req
             .key(&read.sources, &read.library)
             .ok_or("the trainc executable cannot be inspected")?;
@@ -162,18 +259,24 @@ impl Cache {
             ));
         }
         // What each directory now holds, as the plans wrote it.
-        let written: Vec<(&Path, HashMap<&str, &[u8]>)> = plans
-            .iter()
-            .map(|p| {
-                let files = p
-                    .changes
-                    .iter()
-                    .filter(|c| c.op != Op::Delete)
-                    .map(|c| (c.path.as_str(), c.new.as_slice()))
-                    .collect();
-                (p.root.as_path(), files)
-            })
-            .collect();
+        let mut written: Vec<(&Path, HashMap<&str, String>)> = Vec::new();
+        for p in plans {
+            let known = state.hashes.get(&p.root);
+            let mut files = HashMap::new();
+            for c in p.changes.iter().filter(|c| c.op != Op::Delete) {
+                let hash = match known.and_then(|k| k.get(&c.path)) {
+                    Some(hash) => hash.clone(),
+                    // An unchanged file's bytes are not kept (every file
+                    // trainc writes has a header, so none is empty).
+                    None if c.new.is_empty() => {
+                        return Err(format!("the hash of {} is not known", c.path));
+                    }
+                    None => snapshot::content_hash(&c.new),
+                };
+                files.insert(c.path.as_str(), hash);
+            }
+            written.push((p.root.as_path(), files));
+        }
         let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
@@ -181,7 +284,7 @@ impl Cache {
             // plan would leave alone: one it would prune can only have
             // appeared after the plan looked.
             let hash = |rel: &str, path: &Path| match files.and_then(|f| f.get(rel)) {
-                Some(bytes) => Ok(snapshot::content_hash(bytes)),
+                Some(hash) => Ok(hash.clone()),
                 None => {
                     let (hash, owned) = snapshot::file_hash(rel, path)?;
                     if owned {
@@ -224,6 +327,12 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
+            files: state.sources.as_ref().and_then(|sources| {
+                Some(incremental::Files {
+                    global: req.global_key(&read.library)?,
+                    sources: sources.clone(),
+                })
+            }),
         };
         self.write(&record)
     }
@@ -458,7 +567,7 @@ mod tests {
         };
         fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &[&plan]),
+            cache.save(&req, &read, &State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
                     .into()
@@ -466,11 +575,16 @@ mod tests {
         );
         fs::remove_file(out.join("configmap-stray.yaml")).unwrap();
         fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
-        assert!(cache.save(&req, &read, &[&plan]).is_err(), "temporary file");
+        assert!(
+            cache
+                .save(&req, &read, &State::default(), &[&plan])
+                .is_err(),
+            "temporary file"
+        );
         fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
         fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &[&plan]),
+            cache.save(&req, &read, &State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
                     .into()
@@ -478,7 +592,7 @@ mod tests {
         );
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
-        assert_eq!(cache.save(&req, &read, &[&plan]), Ok(()));
+        assert_eq!(cache.save(&req, &read, &State::default(), &[&plan]), Ok(()));
         assert!(cache.file.is_file());
     }
 
@@ -544,6 +658,7 @@ mod tests {
             contexts: Vec::new(),
             dests: Vec::new(),
             outputs: Vec::new(),
+            files: None,
         };
         assert!(cache.write(&record).is_err());
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");

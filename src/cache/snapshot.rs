@@ -68,7 +68,7 @@ pub struct Sig {
 }
 
 impl Sig {
-    fn of(m: &fs::Metadata) -> Self {
+    pub(super) fn of(m: &fs::Metadata) -> Self {
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Self {
             ino: m.ino(),
@@ -220,7 +220,7 @@ pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
 /// Calls `each(relative path, kind, path, lstat)` for every entry below
 /// `root` that a plan walks ([`crate::plan::walk`]), in sorted order, until it returns `false`. Returns whether `root`
 /// exists; an error when `root` is not a directory or `each` stopped.
-fn walk(
+pub(super) fn walk(
     root: &Path,
     mut each: impl FnMut(&str, Kind, &Path, Option<&fs::Metadata>) -> io::Result<bool>,
 ) -> io::Result<bool> {

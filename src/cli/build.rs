@@ -3,7 +3,9 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{desired, plan_all, status, summary, targets, up_to_date};
+use super::targets::{
+    Targets, desired, incremental, plan_all, status, summary, targets, up_to_date,
+};
 use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
 use crate::diagnostic::Diagnostic;
@@ -48,75 +50,68 @@ pub(super) fn build(
     } else {
         cache::Cache::open(&req)
     };
-    let fresh = match &cache {
-        Ok(c) => c.fresh(&req),
+    let sets = targets.pipeline_sets();
+    let planned = match cache.as_ref().map(|c| c.lookup(&req, &sets)) {
+        Ok(Ok(cache::Lookup::Fresh(dests))) => {
+            if verbose {
+                eprintln!("cache: the output is as the last build left it");
+            }
+            let dirs: Vec<(usize, String)> = dests
+                .iter()
+                .map(|(d, n)| (*n, targets.project.shown_dir(d)))
+                .collect();
+            if format == Format::Text {
+                let _ = writeln!(stdout, "{}", up_to_date(&dirs));
+            } else {
+                // Nothing was compiled: no warnings, and nothing stale.
+                let done: Vec<Done> = dirs
+                    .iter()
+                    .map(|(n, dir)| Done {
+                        dir,
+                        plan: None,
+                        unchanged: *n,
+                    })
+                    .collect();
+                let _ = write!(stdout, "{}", document(format, check, &done, &[]));
+                if format == Format::Github {
+                    eprintln!("{}", up_to_date(&dirs));
+                }
+            }
+            return Ok(Status::Ok);
+        }
+        // Only the definition files that changed.
+        Ok(Ok(cache::Lookup::Incremental(inc, why))) => incremental(&targets, *inc, &why, !check),
+        Ok(Err(why)) => Err(why),
         Err(why) => Err(why.clone()),
     };
-    if verbose {
-        match &fresh {
-            Ok(_) => eprintln!("cache: the output is as the last build left it"),
-            Err(why) => eprintln!("cache: compiling, because {why}"),
-        }
-    }
-    if let Ok(dests) = fresh {
-        let dirs: Vec<(usize, String)> = dests
-            .iter()
-            .map(|(d, n)| (*n, targets.project.shown_dir(d)))
-            .collect();
-        if format == Format::Text {
-            let _ = writeln!(stdout, "{}", up_to_date(&dirs));
-        } else {
-            // Nothing was compiled: no warnings, and nothing stale.
-            let done: Vec<Done> = dirs
-                .iter()
-                .map(|(n, dir)| Done {
-                    dir,
-                    plan: None,
-                    unchanged: *n,
-                })
-                .collect();
-            let _ = write!(stdout, "{}", document(format, check, &done, &[]));
-            if format == Format::Github {
-                eprintln!("{}", up_to_date(&dirs));
+    let (plans, read, state, warnings) = match planned {
+        Ok(p) => {
+            if verbose {
+                eprintln!("{}", p.verbose);
             }
+            if matches!(format, Format::Text | Format::Github) {
+                warn(&p.warnings, color);
+            }
+            if !check {
+                for (plan, _) in &p.plans {
+                    plan::apply(plan).map_err(&fail)?;
+                }
+                // Still locked: the snapshot is of this build's output.
+                record(&cache, &req, &p.read, &p.state, &p.plans, verbose);
+            }
+            drop(p.locks);
+            (p.plans, p.read, p.state, p.warnings)
         }
-        return Ok(Status::Ok);
-    }
-    let (dests, read, warnings) = desired(cwd, inputs, &targets, &fail)?;
-    if matches!(format, Format::Text | Format::Github) {
-        warn(&warnings, color);
-    }
-    let record = |plans: &[(Plan, String)]| {
-        let Ok(c) = &cache else { return };
-        let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
-        if let Err(why) = c.save(&req, &read, &plans)
-            && verbose
-        {
-            eprintln!("cache: not recorded, because {why}");
+        Err(why) => {
+            if verbose {
+                eprintln!("cache: compiling, because {why}");
+            }
+            full(&targets, &req, &cache, cwd, inputs, opts, &fail)?
         }
-    };
-    let plans = if check {
-        plan_all(dests, &fail)?
-    } else {
-        // Lock before reading the directories, in a fixed order: what is
-        // planned is what is written, even with a second build racing.
-        let mut locks = Vec::new();
-        for d in &dests {
-            locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
-        }
-        // Every plan before any write: a refusal anywhere writes nothing.
-        let plans = plan_all(dests, &fail)?;
-        for (plan, _) in &plans {
-            plan::apply(plan).map_err(&fail)?;
-        }
-        // Still locked: the snapshot is of this build's output.
-        record(&plans);
-        drop(locks);
-        plans
     };
     let current = plans.iter().all(|(p, _)| p.is_noop());
     if check && current {
-        record(&plans);
+        record(&cache, &req, &read, &state, &plans, verbose);
     }
     // Nothing to do is one line, however many directories.
     let text = if check {
@@ -160,6 +155,70 @@ pub(super) fn build(
     } else {
         Status::Ok
     })
+}
+
+/// The plans of a build (written unless `--check`), what it read, the
+/// state for the cache and the warnings.
+type Built = (
+    Vec<(Plan, String)>,
+    crate::pipeline::Read,
+    cache::State,
+    Vec<Diagnostic>,
+);
+
+/// The full build: compiles every definition, then plans (and, unless
+/// `--check`, writes and records) every directory.
+fn full(
+    targets: &Targets,
+    req: &cache::Request,
+    cache: &Result<cache::Cache, String>,
+    cwd: &Path,
+    inputs: &Inputs,
+    opts: &BuildOptions,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+) -> Result<Built, Failure> {
+    let (dests, read, state, warnings) = desired(cwd, inputs, targets, cache.is_ok(), fail)?;
+    if matches!(opts.format, Format::Text | Format::Github) {
+        warn(&warnings, opts.color);
+    }
+    let plans = if opts.check {
+        plan_all(dests, fail)?
+    } else {
+        // Lock before reading the directories, in a fixed order: what is
+        // planned is what is written, even with a second build racing.
+        let mut locks = Vec::new();
+        for d in &dests {
+            locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
+        }
+        // Every plan before any write: a refusal anywhere writes nothing.
+        let plans = plan_all(dests, fail)?;
+        for (plan, _) in &plans {
+            plan::apply(plan).map_err(fail)?;
+        }
+        // Still locked: the snapshot is of this build's output.
+        record(cache, req, &read, &state, &plans, opts.verbose);
+        drop(locks);
+        plans
+    };
+    Ok((plans, read, state, warnings))
+}
+
+/// Records a build in the cache, saying with `verbose` why it could not.
+fn record(
+    cache: &Result<cache::Cache, String>,
+    req: &cache::Request,
+    read: &crate::pipeline::Read,
+    state: &cache::State,
+    plans: &[(Plan, String)],
+    verbose: bool,
+) {
+    let Ok(c) = cache else { return };
+    let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
+    if let Err(why) = c.save(req, read, state, &plans)
+        && verbose
+    {
+        eprintln!("cache: not recorded, because {why}");
+    }
 }
 
 /// One output directory, as planned (or written), or as the build cache

@@ -3,9 +3,9 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{desired, targets};
+use super::targets::{desired, incremental, targets};
 use super::{Color, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
-use crate::plan;
+use crate::{cache, plan};
 
 /// `trainc diff`.
 pub(super) fn diff(
@@ -22,20 +22,63 @@ pub(super) fn diff(
     } else {
         Format::Text
     });
+    let targets = targets(cwd, inputs, output, &fail)?;
+    let req = cache::Request {
+        cwd,
+        project: &targets.project,
+        paths: &inputs.paths,
+        dirs: targets.dirs(),
+    };
+    // Only the definition files that changed since the last build, when the
+    // build cache can tell; `diff` never records.
+    let planned = cache::Cache::open(&req)
+        .and_then(|c| c.incremental(&req, &targets.pipeline_sets()))
+        .and_then(|inc| incremental(&targets, inc, "", false));
+    match planned {
+        Ok(p) => {
+            if format != DiffFormat::Json {
+                warn(&p.warnings, color);
+            }
+            let warnings = p.warnings;
+            let plans: Vec<(plan::Plan, String, bool)> = p
+                .plans
+                .into_iter()
+                .zip(p.labels)
+                .map(|((plan, shown), label)| (plan, shown, label))
+                .collect();
+            finish(stdout, plans, &warnings, format, stat)
+        }
+        Err(_) => {
+            let (dests, _, _, warnings) = desired(cwd, inputs, &targets, false, &fail)?;
+            if format != DiffFormat::Json {
+                warn(&warnings, color);
+            }
+            let mut plans = Vec::new();
+            for d in dests {
+                let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
+                plans.push((plan, d.shown, d.label_runs));
+            }
+            finish(stdout, plans, &warnings, format, stat)
+        }
+    }
+}
+
+/// Reports the plans of a diff.
+fn finish(
+    stdout: &mut Out,
+    plans: Vec<(plan::Plan, String, bool)>,
+    warnings: &[crate::diagnostic::Diagnostic],
+    format: DiffFormat,
+    stat: bool,
+) -> Result<Status, Failure> {
     let mut reports = Vec::new();
     let mut noop = true;
-    let targets = targets(cwd, inputs, output, &fail)?;
-    let (dests, _, warnings) = desired(cwd, inputs, &targets, &fail)?;
-    if format != DiffFormat::Json {
-        warn(&warnings, color);
-    }
-    for d in dests {
-        let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
+    for (plan, shown, label) in plans {
         noop &= plan.is_noop();
-        let mut report = crate::diff::report(&plan, &d.shown);
-        if d.label_runs {
+        let mut report = crate::diff::report(&plan, &shown);
+        if label {
             for r in &mut report.runs {
-                r.output = Some(d.shown.clone());
+                r.output = Some(shown.clone());
             }
         }
         reports.push(report);
@@ -44,7 +87,7 @@ pub(super) fn diff(
     let text = match format {
         DiffFormat::Text => crate::diff::render_text(&report, true, stat),
         DiffFormat::Markdown => crate::diff::render_markdown(&report, stat),
-        DiffFormat::Json => crate::diff::render_json(&report, &warnings),
+        DiffFormat::Json => crate::diff::render_json(&report, warnings),
     };
     let _ = write!(stdout, "{text}");
     Ok(if noop { Status::Ok } else { Status::Changes })

@@ -188,19 +188,35 @@ pub(super) fn targets(
     Ok(Targets { project, sets })
 }
 
+/// What [`desired`] compiled: the directories, what was read and the
+/// state for the build cache, and the warnings.
+pub(super) type Desired = (
+    Vec<Dest>,
+    pipeline::Read,
+    crate::cache::State,
+    Vec<Diagnostic>,
+);
+
 /// Everything up to, not including, touching the output directories: the
 /// same for `build`, `build --check` and `diff`. For each set, the manifests
 /// come first; build specs follow when the set writes them and there are
-/// any, or were. Also returns what was read, for the build cache.
+/// any, or were. Also returns what was read and, when `record`, the state
+/// for the build cache.
 pub(super) fn desired(
     cwd: &Path,
     inputs: &Inputs,
     targets: &Targets,
+    record: bool,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<(Vec<Dest>, pipeline::Read, Vec<Diagnostic>), Failure> {
+) -> Result<Desired, Failure> {
     let project = &targets.project;
-    let compiled =
-        pipeline::desired(project, cwd, &inputs.paths, &targets.pipeline_sets()).map_err(fail)?;
+    let sets = targets.pipeline_sets();
+    let compiled = pipeline::desired(project, cwd, &inputs.paths, &sets).map_err(fail)?;
+    let state = if record {
+        crate::cache::State::of(&sets, &compiled)
+    } else {
+        crate::cache::State::default()
+    };
     let mut warnings = compiled.warnings;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
     let mut dests = Vec::new();
@@ -230,7 +246,71 @@ pub(super) fn desired(
             });
         }
     }
-    Ok((dests, compiled.read, warnings))
+    Ok((dests, compiled.read, state, warnings))
+}
+
+/// An incremental build, planned.
+pub(super) struct Planned {
+    pub(super) plans: Vec<(Plan, String)>,
+    /// For each plan, whether `diff` names the output directory with the
+    /// runs it changes (see [`Dest::label_runs`]).
+    pub(super) labels: Vec<bool>,
+    pub(super) locks: Vec<plan::Lock>,
+    pub(super) warnings: Vec<Diagnostic>,
+    pub(super) read: pipeline::Read,
+    pub(super) state: crate::cache::State,
+    /// For `build -v`: how many jobs were compiled, of how many, and why.
+    pub(super) verbose: String,
+}
+
+/// [`desired`] and the plans, from an incremental build (see
+/// [`crate::cache::incremental`]); with `lock`, each directory is locked
+/// before it is planned. `Err`: why the full build must run, having
+/// written nothing.
+pub(super) fn incremental(
+    targets: &Targets,
+    inc: crate::cache::Incremental,
+    why: &str,
+    lock: bool,
+) -> Result<Planned, String> {
+    let project = &targets.project;
+    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
+    let mut warnings = inc.warnings;
+    for (set, extra) in targets.sets.iter().zip(&inc.extra) {
+        if set.own {
+            warnings.extend(crate::resources::unlisted(
+                &set.output,
+                &project.shown_dir(&set.output),
+                extra,
+            ));
+        }
+    }
+    let mut locks = Vec::new();
+    let mut plans = Vec::new();
+    let mut labels = Vec::new();
+    for d in inc.dests {
+        if lock {
+            locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
+        }
+        let shown = project.shown_dir(&d.dir);
+        labels.push(several && !d.builds);
+        plans.push((crate::cache::incremental::plan(d, &shown)?, shown));
+    }
+    let verbose = format!(
+        "cache: re-rendering {} of {}, because {}",
+        plural(inc.compiled, "job"),
+        inc.jobs,
+        inc.why.as_deref().unwrap_or(why)
+    );
+    Ok(Planned {
+        plans,
+        labels,
+        locks,
+        warnings,
+        read: inc.read,
+        state: inc.state,
+        verbose,
+    })
 }
 
 /// The output directory is a function of all its inputs: building some of a

@@ -65,6 +65,38 @@ pub fn prepare(
     build_output: &Path,
     generated: &[&Path],
 ) -> Result<(Tree, Vec<ContextPrint>), Vec<Diagnostic>> {
+    let (builds, prints) = self::builds(jobs, library, root, build_output, generated)?;
+    Ok((tree(&builds, root, build_output), prints))
+}
+
+/// The build-spec tree of `builds` (sorted by target) in `build_output`:
+/// their Dockerfiles and the bake file, or nothing when there are none.
+pub fn tree(builds: &[ImageBuild], root: &Path, build_output: &Path) -> Tree {
+    let mut tree = Tree::new();
+    if builds.is_empty() {
+        return tree;
+    }
+    for b in builds {
+        tree.insert(b.path.clone(), b.dockerfile.clone());
+    }
+    tree.insert(BAKE_FILE.to_owned(), bake_file(builds, root, build_output));
+    tree
+}
+
+/// The bake file of `builds` (sorted by target) in `build_output`.
+pub fn bake_file(builds: &[ImageBuild], root: &Path, build_output: &Path) -> Vec<u8> {
+    bake::render(builds, &load::display_name(root, build_output)).into_bytes()
+}
+
+/// [`prepare`]'s builds, sorted by target, and the prints of the contexts
+/// it read.
+pub fn builds(
+    jobs: &mut [Job],
+    library: &Library,
+    root: &Path,
+    build_output: &Path,
+    generated: &[&Path],
+) -> Result<(Vec<ImageBuild>, Vec<ContextPrint>), Vec<Diagnostic>> {
     let template = library.template(dockerfile::TEMPLATE).ok_or_else(|| {
         vec![Diagnostic::new(format!(
             "the library has no template `{}`",
@@ -163,19 +195,8 @@ pub fn prepare(
     }
     prints.sort();
     prints.dedup();
-    let mut tree = Tree::new();
-    if builds.is_empty() {
-        return Ok((tree, prints));
-    }
     builds.sort_by(|a, b| a.target.cmp(&b.target));
-    for b in &builds {
-        tree.insert(b.path.clone(), b.dockerfile.clone());
-    }
-    tree.insert(
-        BAKE_FILE.to_owned(),
-        bake::render(&builds, &out_shown).into_bytes(),
-    );
-    Ok((tree, prints))
+    Ok((builds, prints))
 }
 
 /// The TensorBoard image of a job that names none: a Dockerfile from the

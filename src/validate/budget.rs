@@ -71,6 +71,14 @@ fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
         .collect()
 }
 
+/// The least output one document makes: its tasks times their settings.
+pub fn floor(doc: &Document, def: &TrainingJob) -> u64 {
+    per_task(doc, def)
+        .iter()
+        .map(|(_, n, w)| n.saturating_mul(*w))
+        .sum()
+}
+
 /// Refuses each job whose tasks times settings pass the output limit, at
 /// the replicas of the role that weighs most; then, if every job fits, all
 /// of them together.

@@ -19,6 +19,7 @@ use crate::model::definition::TrainingJob;
 use crate::model::job::{self, Job, namespace_of};
 use crate::model::project::Defaults;
 
+pub use budget::floor;
 pub use image::{REFERENCE_HINT, dockerfile_path_error, name_error, reference_error};
 pub use suggest::did_you_mean;
 

@@ -1,0 +1,677 @@
+//! Incremental builds: what each definition file made in the last build,
+//! so that a build after an edit compiles only the files that changed.
+//!
+//! A record keeps, per definition file, the hash of its bytes and what it
+//! made for each set the build resolved (the definitions as written, then
+//! each variant's): its documents as the rules across files see them
+//! ([`pipeline::Summary`]), its jobs with the hash and size of every file
+//! they wrote, and the images its build specs build. Everything else a
+//! job's files depend on (trainc itself, the project file, the library,
+//! the output directories, the paths asked for) is the record's global key
+//! ([`super::Request::global_key`]); the build contexts are checked against
+//! their prints as the no-op path checks them.
+//!
+//! A later build reads and hashes every definition file, compiles only those
+//! whose bytes changed (or that are new, or had warnings, which must be
+//! shown again), and takes the other files' output from the record: their
+//! files are vouched for by the output directory's snapshot (`lstat`
+//! signatures, as the no-op path does). The files shared by every job (the
+//! root `kustomization.yaml`, `docker-bake.hcl`) are rendered again from the
+//! records, and the rules across files (duplicate jobs, generated names two
+//! jobs share, the output budget, variants' `job:` names and images, the
+//! root kustomization's resources, the output limit) are checked over the
+//! records and the new summaries. Any finding, any doubt, and any file of an
+//! unchanged job that is not as recorded ends the attempt: the full build
+//! then runs, and reports or rewrites as it always does.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::key::source_hash;
+use super::snapshot::{self, Entry, Kind, Sig};
+use crate::emit;
+use crate::image::{BAKE_FILE, ImageBuild};
+use crate::load;
+use crate::pipeline::{self, Compiled, Set, Sources, Summary};
+use crate::plan::{self, Change, Found, Op, Plan};
+
+/// What one definition file made in the last build.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourceRecord {
+    pub path: PathBuf,
+    /// [`source_hash`] of its bytes.
+    pub hash: String,
+    /// Findings that did not stop the build were about it: it is compiled
+    /// by every build, so that they are shown every time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warned: bool,
+    /// One per set resolved ([`Compiled::parts`]).
+    pub parts: Vec<PartRecord>,
+}
+
+/// What a definition file made for one set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub docs: Vec<Summary>,
+    pub jobs: Vec<JobRecord>,
+    /// The images its jobs build, as the bake file names them; only where
+    /// the set writes build specs.
+    pub builds: Vec<BuildRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub namespace: String,
+    pub name: String,
+    /// The images the build specs build for it.
+    pub images: Vec<String>,
+    /// Its files in the set's output directory. Their hashes and sizes are
+    /// the snapshot's: a build records the hash of what it meant to write.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildRecord {
+    pub target: String,
+    pub source: String,
+    pub context: String,
+    /// The Dockerfile, in the build directory (its hash and size are the
+    /// snapshot's).
+    pub path: String,
+    pub image: String,
+}
+
+/// The per-file part of a record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Files {
+    /// [`super::Request::global_key`] of the build.
+    pub global: String,
+    /// In path order.
+    pub sources: Vec<SourceRecord>,
+}
+
+/// What a build leaves for the next: the per-file records (`None` when a
+/// warning was about no definition file, so that only a full build can
+/// show it again), and the content hash of every file it meant each
+/// directory to hold.
+#[derive(Debug, Default)]
+pub struct State {
+    pub(super) sources: Option<Vec<SourceRecord>>,
+    pub(super) hashes: HashMap<PathBuf, HashMap<String, String>>,
+}
+
+impl State {
+    /// The state of a build that compiled every definition file into
+    /// `compiled`, for `sets`. Hashes every file once; the record of the
+    /// build needs the hashes anyway.
+    pub fn of(sets: &[Set], compiled: &Compiled) -> Self {
+        let mut hashes = HashMap::new();
+        for (set, out) in sets.iter().zip(&compiled.outputs) {
+            hashes.insert(set.output.to_path_buf(), hash_tree(&out.manifests));
+            if let Some(b) = set.build_output {
+                hashes.insert(b.to_path_buf(), hash_tree(&out.builds));
+            }
+        }
+        let sources = records(sets, compiled);
+        Self { sources, hashes }
+    }
+}
+
+fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
+    let all: Vec<(&String, &Vec<u8>)> = tree.iter().collect();
+    crate::par::map(&all, |(rel, bytes)| {
+        ((*rel).clone(), snapshot::content_hash(bytes))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The records of the definition files `compiled` read, from what they
+/// made. `None`
+/// when a warning is about no definition file.
+fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
+    let sources = &compiled.read.sources;
+    let by_name: HashMap<&str, usize> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (_, f))| (f.name.as_str(), i))
+        .collect();
+    let mut out: Vec<SourceRecord> = sources
+        .iter()
+        .map(|(path, f)| SourceRecord {
+            path: path.clone(),
+            hash: source_hash(&f.text),
+            warned: false,
+            parts: vec![PartRecord::default(); compiled.parts.len()],
+        })
+        .collect();
+    for w in &compiled.warnings {
+        let i = w
+            .location
+            .as_ref()
+            .and_then(|l| by_name.get(l.file.name.as_str()))?;
+        out[*i].warned = true;
+    }
+    for (k, part) in compiled.parts.iter().enumerate() {
+        for s in &part.summaries {
+            let i = *by_name.get(s.source.as_str())?;
+            out[i].parts[k].docs.push(s.clone());
+        }
+        let set = part
+            .set
+            .and_then(|i| Some((sets.get(i)?, compiled.outputs.get(i)?)));
+        for j in &part.jobs {
+            let i = *by_name.get(j.source.as_str())?;
+            let mut files = Vec::new();
+            if let Some((_, output)) = set {
+                let dir = format!("{}/", emit::job_dir(&j.namespace, &j.name));
+                for rel in output.manifests.range(dir.clone()..).map(|(r, _)| r) {
+                    if !rel.starts_with(&dir) {
+                        break;
+                    }
+                    files.push(rel.clone());
+                }
+            }
+            out[i].parts[k].jobs.push(JobRecord {
+                namespace: j.namespace.clone(),
+                name: j.name.clone(),
+                images: j.images.clone(),
+                files,
+            });
+        }
+        if let Some((set, output)) = set
+            && set.build_output.is_some()
+        {
+            for b in &part.builds {
+                let i = *by_name.get(b.source.as_str())?;
+                output.builds.get(&b.path)?;
+                out[i].parts[k].builds.push(BuildRecord {
+                    target: b.target.clone(),
+                    source: b.source.clone(),
+                    context: b.context.clone(),
+                    path: b.path.clone(),
+                    image: b.image.clone(),
+                });
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A file a directory should hold.
+#[derive(Debug)]
+enum Want {
+    /// As the last build wrote it: its content hash.
+    Known(String),
+    /// Compiled by this build.
+    Bytes(Vec<u8>),
+}
+
+/// A directory an incremental build writes, and what it should hold.
+#[derive(Debug)]
+pub struct Dest {
+    pub dir: PathBuf,
+    /// The set (an index into the build's sets) it belongs to.
+    pub set: usize,
+    /// Build specs, not manifests.
+    pub builds: bool,
+    want: BTreeMap<String, Want>,
+    /// The snapshot the last build took of it.
+    recorded: Option<Vec<Entry>>,
+}
+
+/// An incremental build, compiled and ready to be planned.
+#[derive(Debug)]
+pub struct Incremental {
+    /// For each set, in order: its manifests, then its build specs when it
+    /// writes them and there are any, or were.
+    pub dests: Vec<Dest>,
+    /// Each set's root kustomization entries besides the jobs.
+    pub extra: Vec<Vec<String>>,
+    /// Findings about the files compiled, which did not stop the build.
+    pub warnings: Vec<crate::diagnostic::Diagnostic>,
+    pub read: pipeline::Read,
+    pub state: State,
+    /// Jobs compiled, of all the jobs (of the definitions as written).
+    pub compiled: usize,
+    pub jobs: usize,
+    /// Which definition files changed; `None`: none did (the output did).
+    pub why: Option<String>,
+}
+
+/// How messages name a definition file.
+fn shown(req: &super::Request, path: &Path) -> String {
+    load::shown_path(req.cwd, path)
+}
+
+/// Compiles the definition files that changed since the build recorded in
+/// `files` and takes the others from it; or says why it cannot. `record`
+/// holds the last build's contexts and snapshots.
+pub(super) fn compile(
+    req: &super::Request,
+    record: &super::Record,
+    files: Files,
+    sources: Sources,
+    library: &crate::library::Library,
+    sets: &[Set],
+) -> Result<Incremental, String> {
+    let project = req.project;
+    let global = req
+        .global_key(library.digest())
+        .ok_or("the trainc executable cannot be inspected")?;
+    if files.global != global {
+        return Err("the project, library or trainc changed".into());
+    }
+    let mut old: HashMap<PathBuf, SourceRecord> = files
+        .sources
+        .into_iter()
+        .map(|r| (r.path.clone(), r))
+        .collect();
+    let mut kept: Vec<SourceRecord> = Vec::new();
+    let mut dirty: Sources = Vec::new();
+    let mut changed: Vec<String> = Vec::new();
+    for (path, file) in &sources {
+        let hash = source_hash(&file.text);
+        match old.remove(path) {
+            Some(r) if r.hash == hash && !r.warned => kept.push(r),
+            Some(r) => {
+                if r.hash != hash {
+                    changed.push(format!("{} changed", file.shown));
+                }
+                dirty.push((path.clone(), file.clone()));
+            }
+            None => {
+                changed.push(format!("{} is new", file.shown));
+                dirty.push((path.clone(), file.clone()));
+            }
+        }
+    }
+    let mut removed: Vec<&PathBuf> = old.keys().collect();
+    removed.sort();
+    for path in removed {
+        changed.push(format!("{} was removed", shown(req, path)));
+    }
+    let why = match changed.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        many => Some(format!("{} definition files changed", many.len())),
+    };
+    let mut compiled = pipeline::desired_some(project, library, dirty, sets)
+        .map_err(|_| "a definition that changed has findings; the build will report them")?;
+    let fresh = records(sets, &compiled)
+        .ok_or("a warning is about no definition file; only a full build shows it again")?;
+    let parts = compiled.parts.len();
+    if kept.iter().any(|r| r.parts.len() != parts) {
+        return Err("the record is of other sets".into());
+    }
+    let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
+    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
+
+    across_files(req, sets, &compiled, &all)?;
+
+    // Each set's directories, from the records and what was compiled.
+    let mut dests = Vec::new();
+    let mut extras = Vec::new();
+    let mut hashes: HashMap<PathBuf, HashMap<String, String>> = HashMap::new();
+    let recorded = |dir: &Path| {
+        record
+            .outputs
+            .iter()
+            .find(|(d, _)| d == dir)
+            .and_then(|(_, e)| e.clone())
+    };
+    // What the last build wrote into `dir`: each file's hash and size.
+    let snapshot = |dir: &Path| -> HashMap<&str, (&str, u64)> {
+        record
+            .outputs
+            .iter()
+            .filter(|(d, _)| d == dir)
+            .flat_map(|(_, e)| e.iter().flatten())
+            .filter_map(|e| {
+                let f = e.file.as_ref()?;
+                Some((e.path.as_str(), (f.hash.as_str(), f.sig.size)))
+            })
+            .collect()
+    };
+    let unrecorded = || "the record lacks a file of an unchanged job".to_owned();
+    let mut total = (0u64, 0usize);
+    for (i, set) in sets.iter().enumerate() {
+        let k = compiled
+            .parts
+            .iter()
+            .position(|p| p.set == Some(i))
+            .ok_or("internal: a set without its part")?;
+        let output = &mut compiled.outputs[i];
+        let known = snapshot(set.output);
+        let mut want = BTreeMap::new();
+        let mut dirs = Vec::new();
+        let mut namespaces = BTreeSet::new();
+        for r in &all {
+            let fresh = dirty_paths.contains(&r.path);
+            for j in &r.parts[k].jobs {
+                dirs.push(emit::job_dir(&j.namespace, &j.name));
+                namespaces.insert(j.namespace.as_str());
+                for rel in &j.files {
+                    let w = if fresh {
+                        let bytes = output
+                            .manifests
+                            .remove(rel)
+                            .ok_or("internal: a file went missing")?;
+                        total.0 += bytes.len() as u64;
+                        Want::Bytes(bytes)
+                    } else {
+                        let (hash, size) = known.get(rel.as_str()).ok_or_else(unrecorded)?;
+                        total.0 += size;
+                        Want::Known((*hash).to_owned())
+                    };
+                    want.insert(rel.clone(), w);
+                }
+            }
+        }
+        if !output.manifests.is_empty() {
+            return Err("internal: a file of no job".into());
+        }
+        let build_output = set.build_output.unwrap_or(&project.build_output);
+        let extra = pipeline::extra_resources_in(
+            project,
+            set.output,
+            build_output,
+            set.resources,
+            &namespaces,
+        )
+        .map_err(|_| "the project's resources have findings; the build will report them")?;
+        let root = emit::assemble(Vec::new(), &dirs, &extra)?;
+        extras.push(extra);
+        for (rel, bytes) in root {
+            total.0 += bytes.len() as u64;
+            want.insert(rel, Want::Bytes(bytes));
+        }
+        total.1 += want.len();
+        hashes.insert(set.output.to_path_buf(), hashes_of(&want));
+        dests.push(Dest {
+            dir: set.output.to_path_buf(),
+            set: i,
+            builds: false,
+            want,
+            recorded: recorded(set.output),
+        });
+        let Some(dir) = set.build_output else {
+            continue;
+        };
+        let known = snapshot(dir);
+        let mut want = BTreeMap::new();
+        let mut builds = Vec::new();
+        for r in &all {
+            let fresh = dirty_paths.contains(&r.path);
+            for b in &r.parts[k].builds {
+                let w = if fresh {
+                    let bytes = output
+                        .builds
+                        .remove(&b.path)
+                        .ok_or("internal: a Dockerfile went missing")?;
+                    total.0 += bytes.len() as u64;
+                    Want::Bytes(bytes)
+                } else {
+                    let (hash, size) = known.get(b.path.as_str()).ok_or_else(unrecorded)?;
+                    total.0 += size;
+                    Want::Known((*hash).to_owned())
+                };
+                want.insert(b.path.clone(), w);
+                builds.push(ImageBuild {
+                    target: b.target.clone(),
+                    source: b.source.clone(),
+                    context: b.context.clone(),
+                    path: b.path.clone(),
+                    image: b.image.clone(),
+                    dockerfile: Vec::new(),
+                });
+            }
+        }
+        if !output.builds.is_empty() {
+            return Err("internal: a Dockerfile of no job".into());
+        }
+        if !builds.is_empty() {
+            builds.sort_by(|a, b| a.target.cmp(&b.target));
+            let bake = crate::image::bake_file(&builds, &project.root, dir);
+            total.0 += bake.len() as u64;
+            want.insert(BAKE_FILE.to_owned(), Want::Bytes(bake));
+        }
+        total.1 += want.len();
+        if !want.is_empty() || dir.is_dir() {
+            hashes.insert(dir.to_path_buf(), hashes_of(&want));
+            dests.push(Dest {
+                dir: dir.to_path_buf(),
+                set: i,
+                builds: true,
+                want,
+                recorded: recorded(dir),
+            });
+        }
+    }
+    crate::limits::check_output(total.0, total.1, true, crate::limits::MAX_OUTPUT_BYTES)
+        .map_err(|_| "the output passes the limit; the build will report it")?;
+    let mut contexts: Vec<_> = record.contexts.clone();
+    contexts.append(&mut compiled.read.contexts);
+    contexts.sort();
+    contexts.dedup();
+    Ok(Incremental {
+        dests,
+        extra: extras,
+        warnings: compiled.warnings,
+        read: pipeline::Read {
+            sources,
+            library: library.digest().to_owned(),
+            contexts,
+        },
+        state: State {
+            sources: Some(all),
+            hashes,
+        },
+        compiled: compiled_jobs,
+        jobs,
+        why,
+    })
+}
+
+fn hashes_of(want: &BTreeMap<String, Want>) -> HashMap<String, String> {
+    want.iter()
+        .map(|(rel, w)| {
+            let hash = match w {
+                Want::Known(h) => h.clone(),
+                Want::Bytes(b) => snapshot::content_hash(b),
+            };
+            (rel.clone(), hash)
+        })
+        .collect()
+}
+
+/// The rules across definition files, over every file's records: any
+/// finding ends the incremental build, and the full build reports it.
+fn across_files(
+    req: &super::Request,
+    sets: &[Set],
+    compiled: &Compiled,
+    all: &[SourceRecord],
+) -> Result<(), String> {
+    let project = req.project;
+    let parts = compiled.parts.len();
+    let complete = pipeline::complete(project, req.cwd, req.paths);
+    let images = |k: usize| -> BTreeSet<&str> {
+        all.iter()
+            .flat_map(|r| &r.parts[k].jobs)
+            .flat_map(|j| &j.images)
+            .map(String::as_str)
+            .collect()
+    };
+    for k in 0..parts {
+        let docs: Vec<(usize, &Summary)> = all
+            .iter()
+            .flat_map(|r| &r.parts[k].docs)
+            .enumerate()
+            .collect();
+        if docs.is_empty() {
+            return Err("there are no jobs; the build will report it".into());
+        }
+        let mut names = HashSet::new();
+        let mut claims: HashMap<&(String, Option<String>, String), usize> = HashMap::new();
+        let mut budget = 0u64;
+        for (i, d) in &docs {
+            if !names.insert((&d.namespace, &d.name)) {
+                return Err(format!(
+                    "job `{}/{}` is defined twice; the build will report it",
+                    d.namespace, d.name
+                ));
+            }
+            for c in &d.claims {
+                if claims.insert(c, *i).is_some_and(|first| first != *i) {
+                    return Err(
+                        "two jobs generate the same object; the build will report it".into(),
+                    );
+                }
+            }
+            budget = budget.saturating_add(d.floor);
+        }
+        if budget > crate::limits::MAX_OUTPUT_BYTES {
+            return Err("the jobs pass the output budget; the build will report it".into());
+        }
+    }
+    // Each variant set: its `job:` names (of the definitions as written),
+    // and the images it uses without build specs of its own.
+    for (i, set) in sets.iter().enumerate() {
+        let Some(v) = set.variant else { continue };
+        let k = compiled
+            .parts
+            .iter()
+            .position(|p| p.set == Some(i))
+            .ok_or("internal: a set without its part")?;
+        if complete {
+            let names: HashSet<&str> = all
+                .iter()
+                .flat_map(|r| &r.parts[0].docs)
+                .map(|d| d.name.as_str())
+                .collect();
+            if v.patches
+                .iter()
+                .filter_map(|p| p.job.as_deref())
+                .any(|j| !names.contains(j))
+            {
+                return Err(format!(
+                    "a patch of variant `{}` names no definition; the build will report it",
+                    v.name
+                ));
+            }
+        }
+        if v.build_output.is_none() && !images(k).is_subset(&images(0)) {
+            return Err(format!(
+                "variant `{}` uses images the project's build specs do not build; the build will report it",
+                v.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The plan of `dest` (`shown` as messages name it), as [`plan::plan`]
+/// would make it; or why the full build must make it. Reads no file of
+/// an unchanged job whose signature is as recorded: an unchanged file
+/// carries no bytes in the plan. Files that change are read, to compare
+/// and for the diff.
+pub fn plan(dest: Dest, shown: &str) -> Result<Plan, String> {
+    let root = dest.dir;
+    let recorded: HashMap<&str, &snapshot::FileState> = dest
+        .recorded
+        .iter()
+        .flatten()
+        .filter_map(|e| Some((e.path.as_str(), e.file.as_ref()?)))
+        .collect();
+    // Every file below the root that a plan walks, and the hash its
+    // signature vouches for.
+    let mut disk: BTreeMap<String, (PathBuf, Option<&str>)> = BTreeMap::new();
+    snapshot::walk(&root, |rel, kind, full, meta| {
+        if let (Kind::File, Some(m)) = (kind, meta) {
+            let vouched = recorded
+                .get(rel)
+                .filter(|f| !f.racy && f.sig == Sig::of(m))
+                .map(|f| f.hash.as_str());
+            disk.insert(rel.to_owned(), (full.to_path_buf(), vouched));
+        }
+        Ok(true)
+    })
+    .map_err(|e| format!("{shown} cannot be walked: {e}"))?;
+    let mut changes = Vec::with_capacity(dest.want.len());
+    let mut checked = HashSet::new();
+    for (rel, want) in dest.want {
+        let on_disk = disk.remove(&rel);
+        let hash_on_disk = |on_disk: &Option<(PathBuf, Option<&str>)>| match on_disk {
+            Some((_, Some(h))) => Some((*h).to_owned()),
+            Some((path, None)) => snapshot::file_hash(&rel, path)
+                .ok()
+                .filter(|(_, owned)| *owned)
+                .map(|(h, _)| h),
+            None => None,
+        };
+        match want {
+            Want::Known(hash) => {
+                if hash_on_disk(&on_disk).as_deref() != Some(hash.as_str()) {
+                    let what = if on_disk.is_some() {
+                        "was edited"
+                    } else {
+                        "is gone"
+                    };
+                    return Err(format!(
+                        "{shown} changed since the last build: {rel} {what}"
+                    ));
+                }
+                changes.push(Change {
+                    path: rel,
+                    op: Op::Unchanged,
+                    old: None,
+                    new: Vec::new(),
+                });
+            }
+            Want::Bytes(new) => {
+                let vouched =
+                    matches!(&on_disk, Some((_, Some(h))) if *h == snapshot::content_hash(&new));
+                if vouched {
+                    changes.push(Change {
+                        path: rel,
+                        op: Op::Unchanged,
+                        old: None,
+                        new: Vec::new(),
+                    });
+                    continue;
+                }
+                let change = plan::plan_file(&root, shown, rel, new, &mut checked)
+                    .map_err(|d| format!("{}; the build will report it", d.message))?;
+                changes.push(change);
+            }
+        }
+    }
+    // What is left is pruned when trainc owns it, as `plan::plan` prunes.
+    for (rel, (path, vouched)) in disk {
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let temp = plan::is_temp(name);
+        if !temp && vouched.is_some_and(|h| h.starts_with("head:")) {
+            continue;
+        }
+        let old = match plan::read_owned(&path, &rel) {
+            Ok(Found::Owned(old)) => Some(old),
+            _ if temp => None,
+            Ok(Found::Foreign(_) | Found::TooLarge(_)) => continue,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        changes.push(Change {
+            path: rel,
+            op: Op::Delete,
+            old,
+            new: Vec::new(),
+        });
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Plan { root, changes })
+}
