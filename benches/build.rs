@@ -8,6 +8,11 @@
 //! starts after an untimed `sync`, so no run pays for another's dirty pages.
 //!
 //! cargo bench --bench build -- [--jobs N] [--runs R] [--ps P] [--workers W]
+//!
+//! With `--dirty-mb N` it measures instead what a small build pays for
+//! other programs' unwritten data (see `dirty`):
+//!
+//! cargo bench --bench build -- --dirty-mb 512 [--runs R] [--dirty-dir DIR] [--bin PATH]
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt as _;
@@ -59,6 +64,18 @@ struct Args {
     runs: usize,
     ps: usize,
     workers: usize,
+    dirty: Dirty,
+}
+
+/// `--dirty-mb` and its companions: the separate measurement of `dirty`.
+#[derive(Default)]
+struct Dirty {
+    /// MB of unrelated unwritten data; 0: not this measurement.
+    mb: usize,
+    /// Where to build: a directory on the file system to measure.
+    dir: Option<PathBuf>,
+    /// The trainc binary to time, e.g. one built from another commit.
+    bin: Option<PathBuf>,
 }
 
 fn parse_args() -> Args {
@@ -67,6 +84,7 @@ fn parse_args() -> Args {
         runs: 5,
         ps: 2,
         workers: 8,
+        dirty: Dirty::default(),
     };
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
     // binary without it, and then a smoke run keeps the harness working
@@ -79,12 +97,22 @@ fn parse_args() -> Args {
     while let Some(flag) = it.next() {
         let slot = match flag.as_str() {
             "--bench" => continue,
+            "--dirty-mb" => &mut args.dirty.mb,
+            "--dirty-dir" | "--bin" => {
+                let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+                let slot = match flag.as_str() {
+                    "--dirty-dir" => &mut args.dirty.dir,
+                    _ => &mut args.dirty.bin,
+                };
+                *slot = Some(PathBuf::from(value));
+                continue;
+            }
             "--jobs" => &mut args.jobs,
             "--runs" => &mut args.runs,
             "--ps" => &mut args.ps,
             "--workers" => &mut args.workers,
             other => panic!(
-                "unknown argument {other:?}; usage: [--jobs N] [--runs R] [--ps P] [--workers W]"
+                "unknown argument {other:?}; usage: [--jobs N] [--runs R] [--ps P] [--workers W] | --dirty-mb N [--runs R] [--dirty-dir DIR] [--bin PATH]"
             ),
         };
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -325,8 +353,100 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
+/// A one-job build into a fresh directory, timed with and without `mb` MB
+/// of another program's unwritten data on the same file system, in
+/// alternation. A build that flushes the whole file system (`syncfs`) waits
+/// for that data; one that flushes only its own files does not. The dirty
+/// file is written just before the timed build and never synced; it is
+/// deleted, and everything synced, after the build, outside the timing.
+fn dirty(args: &Args) {
+    let root = args
+        .dirty
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DISK_ROOT));
+    fs::create_dir_all(&root).expect("cannot create the scratch root");
+    let bin = args
+        .dirty
+        .bin
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(TRAINC));
+    let scratch = Scratch(root.join(format!("trainc-dirty-{}", std::process::id())));
+    let dir = &scratch.0;
+    fs::create_dir_all(dir.join("jobs")).expect("cannot create the scratch directory");
+    fs::write(dir.join("trainc.yaml"), PROJECT).expect("cannot write trainc.yaml");
+    let text = DEFINITION
+        .replace("NAME", "job-00000")
+        .replace("WORKERS", &args.workers.to_string())
+        .replace("PS", &args.ps.to_string());
+    fs::write(dir.join("jobs/job-00000.yaml"), text).expect("cannot write a job definition");
+    let chunk = vec![0xa5u8; 1 << 20];
+    let build = |out: &Path| {
+        let start = Instant::now();
+        let status = Command::new(&bin)
+            .current_dir(dir)
+            .env("TRAINC_CACHE_DIR", dir.join("cache"))
+            .args(["build", "jobs", "-o"])
+            .arg(out)
+            .stdout(Stdio::null())
+            .status()
+            .expect("cannot start the trainc binary");
+        let elapsed = start.elapsed();
+        assert!(status.success(), "trainc build failed: {status}");
+        elapsed
+    };
+    let (mut clean, mut loaded) = (Vec::new(), Vec::new());
+    for run in 0..args.runs {
+        for with in [false, true] {
+            let out = dir.join(format!("out-{run}-{with}"));
+            let junk = dir.join("unrelated.bin");
+            sync();
+            if with {
+                let mut f = fs::File::create(&junk).expect("cannot create the dirty file");
+                for _ in 0..args.dirty.mb {
+                    io::Write::write_all(&mut f, &chunk).expect("cannot write the dirty file");
+                }
+            }
+            let elapsed = build(&out);
+            if with {
+                loaded.push(elapsed);
+                fs::remove_file(&junk).expect("cannot remove the dirty file");
+            } else {
+                clean.push(elapsed);
+            }
+        }
+    }
+    sync();
+    let files = count_files(&dir.join("out-0-false"));
+    println!(
+        "\none-job build ({files} files) into a fresh directory on {} ({}), {} runs; wall ms, medians (min-max)",
+        root.display(),
+        fs_type(&root).unwrap_or("?"),
+        args.runs
+    );
+    let row = |label: &str, t: &[Duration]| {
+        let min = t.iter().min().copied().unwrap_or_default();
+        let max = t.iter().max().copied().unwrap_or_default();
+        println!("{label:<36} {:>9} ({}-{})", ms(median(t)), ms(min), ms(max));
+    };
+    row("nothing else unwritten", &clean);
+    row(
+        &format!("{} MB of another file unwritten", args.dirty.mb),
+        &loaded,
+    );
+    println!(
+        "ratio {:.2}x; binary {}",
+        median(&loaded).as_secs_f64() / median(&clean).as_secs_f64(),
+        bin.display()
+    );
+}
+
 fn main() {
     let args = parse_args();
+    if args.dirty.mb > 0 {
+        dirty(&args);
+        return;
+    }
     let mut rows = Vec::new();
 
     let shm = Path::new("/dev/shm");
