@@ -6,11 +6,15 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 use crate::emit::{self, Tree};
+
+mod write;
+
+pub use write::apply;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Op {
@@ -445,136 +449,6 @@ fn blocked_ancestor(
     None
 }
 
-/// Writes the files that differ, so that every file is at all times either
-/// its old or its new complete self:
-///
-/// 1. each new content goes to a temporary file beside its target;
-/// 2. the file system is flushed once (one `syncfs` instead of an `fsync`
-///    per file, which on a disk costs more than all the writing);
-/// 3. each temporary file is renamed over its target, an atomic step;
-/// 4. the file system is flushed again, making the renames durable.
-///
-/// Unchanged files are not touched, so their mtimes stay. On an error, the
-/// temporary files written so far are removed.
-pub fn apply(plan: &Plan) -> Result<(), Vec<Diagnostic>> {
-    let pending: Vec<&Change> = plan
-        .pending()
-        .filter(|c| matches!(c.op, Op::Create | Op::Update))
-        .collect();
-    let deletions: Vec<&Change> = plan.pending().filter(|c| c.op == Op::Delete).collect();
-    if pending.is_empty() && deletions.is_empty() {
-        return Ok(());
-    }
-    let mut staged: Vec<(tempfile::TempPath, PathBuf)> = Vec::with_capacity(pending.len());
-    let mut created: HashSet<PathBuf> = HashSet::new();
-    for c in &pending {
-        let path = plan.root.join(&c.path);
-        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        if !created.contains(&dir) {
-            fs::create_dir_all(&dir).map_err(|e| vec![io_error(&dir, "create directory", &e)])?;
-            created.insert(dir);
-        }
-        // Dropping `staged` on an early return deletes the temporary files.
-        staged.push((stage(&path, &c.new).map_err(|d| vec![d])?, path));
-    }
-    sync(&plan.root, staged.iter().map(|(tmp, _)| tmp.as_ref())).map_err(|d| vec![d])?;
-    for (tmp, path) in staged {
-        tmp.persist(&path)
-            .map_err(|e| vec![io_error(&path, "replace", &e.error)])?;
-    }
-    // Pruning comes last: until every new file is in place, the old ones
-    // keep the tree complete.
-    for c in &deletions {
-        remove_beneath(&plan.root, &c.path)
-            .map_err(|e| vec![io_error(&plan.root.join(&c.path), "delete", &e)])?;
-    }
-    sync(&plan.root, std::iter::empty()).map_err(|d| vec![d])
-}
-
-/// Deletes the regular file `rel` below `root`, then the directories above
-/// it that this leaves empty, up to (not including) `root`. Each directory
-/// on the way is opened relative to the one before, never through a
-/// symlink: one put in the way since the plan looked fails the deletion
-/// instead of deleting what it points at. A file already gone is fine; a
-/// directory holding anything else stays.
-fn remove_beneath(root: &Path, rel: &str) -> io::Result<()> {
-    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, statat, unlinkat};
-    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let gone = |e: rustix::io::Errno| e == rustix::io::Errno::NOENT;
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    let Some(name) = parts.pop() else {
-        return Ok(());
-    };
-    // The root itself may be a symlink, as a build writes through it.
-    let mut chain = vec![openat(CWD, root, dir_flags, Mode::empty())?];
-    for part in &parts {
-        let Some(dir) = chain.last() else {
-            return Ok(());
-        };
-        match openat(dir, *part, dir_flags | OFlags::NOFOLLOW, Mode::empty()) {
-            Ok(fd) => chain.push(fd),
-            Err(e) if gone(e) => return Ok(()),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let Some(dir) = chain.last() else {
-        return Ok(());
-    };
-    match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Err(e) if gone(e) => return Ok(()),
-        Err(e) => return Err(e.into()),
-        Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile => {
-            return Err(io::Error::other("no longer a regular file"));
-        }
-        Ok(_) => unlinkat(dir, name, AtFlags::empty())?,
-    }
-    while let Some(part) = parts.pop() {
-        chain.pop();
-        let Some(parent) = chain.last() else { break };
-        if unlinkat(parent, part, AtFlags::REMOVEDIR).is_err() {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to a new temporary file in `path`'s directory.
-fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::TempPath, Diagnostic> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(TEMP_PREFIX).suffix(TEMP_SUFFIX);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Generated manifests are for everyone to read, like a checkout.
-        builder.permissions(fs::Permissions::from_mode(0o644));
-    }
-    let mut tmp = builder
-        .tempfile_in(dir)
-        .map_err(|e| io_error(dir, "create a temporary file in", &e))?;
-    tmp.write_all(bytes)
-        .map_err(|e| io_error(tmp.path(), "write", &e))?;
-    Ok(tmp.into_temp_path())
-}
-
-/// Flushes everything written under `root` to stable storage.
-#[cfg(target_os = "linux")]
-fn sync<'a>(root: &Path, _files: impl Iterator<Item = &'a Path>) -> Result<(), Diagnostic> {
-    let dir = fs::File::open(root).map_err(|e| io_error(root, "open", &e))?;
-    rustix::fs::syncfs(&dir).map_err(|e| io_error(root, "flush", &e.into()))
-}
-
-/// Without `syncfs`, each file is flushed on its own.
-#[cfg(not(target_os = "linux"))]
-fn sync<'a>(_root: &Path, files: impl Iterator<Item = &'a Path>) -> Result<(), Diagnostic> {
-    for f in files {
-        fs::File::open(f)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| io_error(f, "flush", &e))?;
-    }
-    Ok(())
-}
-
 /// Held while a build plans and writes: two builds into the same directory
 /// take turns instead of interleaving. Released when dropped.
 #[derive(Debug)]
@@ -587,7 +461,13 @@ pub struct Lock {
 /// saying so, when another build holds it.
 pub fn lock(root: &Path) -> Result<Lock, Diagnostic> {
     use rustix::fs::{FlockOperation, flock};
-    fs::create_dir_all(root).map_err(|e| io_error(root, "create directory", &e))?;
+    let mut made = std::collections::BTreeSet::new();
+    write::make_dir(root, &mut made).map_err(|e| io_error(root, "create directory", &e))?;
+    // A new output directory lasts as its files do. Best effort: a parent
+    // that cannot be opened for reading is still one to write below.
+    for dir in &made {
+        let _ = write::sync_dir(dir);
+    }
     let dir = fs::File::open(root).map_err(|e| io_error(root, "open", &e))?;
     match flock(&dir, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {}
