@@ -306,6 +306,10 @@ pub fn unlisted(output: &Path, shown: &str, entries: &[String]) -> Option<Diagno
     unlisted_known(output, shown, entries, None)
 }
 
+/// Whether a file (its path below the output, its `lstat`) is known to be
+/// trainc's.
+pub type Known<'a> = dyn Fn(&str, &std::fs::Metadata) -> bool + 'a;
+
 /// [`unlisted`], with `known` telling (from a file's path and `lstat`)
 /// the files known to be trainc's without reading them: the build cache's
 /// snapshot vouches for them.
@@ -313,7 +317,7 @@ pub fn unlisted_known(
     output: &Path,
     shown: &str,
     entries: &[String],
-    known: Option<&dyn Fn(&str, &std::fs::Metadata) -> bool>,
+    known: Option<&Known<'_>>,
 ) -> Option<Diagnostic> {
     if !output.is_dir() {
         return None;
