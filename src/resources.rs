@@ -303,6 +303,22 @@ fn yaml(name: &str) -> bool {
 /// the output directory does not see them. Hidden directories are not
 /// looked into, nor are symlinks followed.
 pub fn unlisted(output: &Path, shown: &str, entries: &[String]) -> Option<Diagnostic> {
+    unlisted_known(output, shown, entries, None)
+}
+
+/// Whether a file (its path below the output, its `lstat`) is known to be
+/// trainc's.
+pub type Known<'a> = dyn Fn(&str, &std::fs::Metadata) -> bool + 'a;
+
+/// [`unlisted`], with `known` telling (from a file's path and `lstat`)
+/// the files known to be trainc's without reading them: the build cache's
+/// snapshot vouches for them.
+pub fn unlisted_known(
+    output: &Path,
+    shown: &str,
+    entries: &[String],
+    known: Option<&Known<'_>>,
+) -> Option<Diagnostic> {
     if !output.is_dir() {
         return None;
     }
@@ -341,10 +357,13 @@ pub fn unlisted(output: &Path, shown: &str, entries: &[String]) -> Option<Diagno
             continue;
         }
         // trainc's own, current or to be pruned.
-        let owned = matches!(
-            crate::plan::read_owned(e.path(), &rel),
-            Ok(crate::plan::Found::Owned(_) | crate::plan::Found::TooLarge(_))
-        ) || (e.path_is_symlink() && generated(e.path()));
+        let vouched = known.is_some_and(|k| e.metadata().is_ok_and(|m| k(&rel, &m)));
+        let owned = vouched
+            || matches!(
+                crate::plan::read_owned(e.path(), &rel),
+                Ok(crate::plan::Found::Owned(_) | crate::plan::Found::TooLarge(_))
+            )
+            || (e.path_is_symlink() && generated(e.path()));
         if !owned {
             found.push(rel);
         }

@@ -973,3 +973,36 @@ fn variants_are_built_incrementally() {
     assert_eq!(ours, trees(fresh.path()));
     assert_eq!(stderr(&run(&["build", "-v"])), HIT);
 }
+
+/// A YAML file of someone else's in the output, which the root
+/// kustomization does not list, is warned about by an incremental build
+/// as by a full one, although the files of unchanged jobs are not read.
+#[test]
+fn unlisted_yaml_is_warned_about_by_incremental_builds() {
+    let p = Project::many(2);
+    fs::write(
+        p.path().join("deploy/ml/job-1/extra.yaml"),
+        "kind: ConfigMap\n",
+    )
+    .expect("write");
+    p.edit(
+        "jobs/mnist.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    for args in [&["build", "--check", "-v"][..], &["build", "-v"]] {
+        let cached = p.run(args);
+        let uncached = p.run_with_cache("", args);
+        assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
+        let err = stderr(&cached);
+        assert!(
+            err.starts_with("cache: re-rendering 1 job of 2, because jobs/mnist.yaml changed\n"),
+            "{err}"
+        );
+        assert!(err.contains("deploy/ml/job-1/extra.yaml"), "{err}");
+        assert_eq!(
+            err.lines().skip(1).collect::<Vec<_>>(),
+            stderr(&uncached).lines().skip(1).collect::<Vec<_>>()
+        );
+    }
+}

@@ -222,6 +222,25 @@ pub struct Dest {
     recorded: Option<Vec<Entry>>,
 }
 
+impl Dest {
+    /// Whether the last build's snapshot vouches that the file at `rel`,
+    /// with `lstat` `meta`, is one trainc wrote: its signature is as
+    /// recorded (and settled), and its hash is of a whole file of trainc's.
+    pub fn vouched(&self) -> impl Fn(&str, &std::fs::Metadata) -> bool + '_ {
+        let files: HashMap<&str, &snapshot::FileState> = self
+            .recorded
+            .iter()
+            .flatten()
+            .filter_map(|e| Some((e.path.as_str(), e.file.as_ref()?)))
+            .collect();
+        move |rel, meta| {
+            files
+                .get(rel)
+                .is_some_and(|f| !f.racy && !f.hash.starts_with("head:") && f.sig == Sig::of(meta))
+        }
+    }
+}
+
 /// An incremental build, compiled and ready to be planned.
 #[derive(Debug)]
 pub struct Incremental {

@@ -276,12 +276,18 @@ pub(super) fn incremental(
     let project = &targets.project;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
     let mut warnings = inc.warnings;
-    for (set, extra) in targets.sets.iter().zip(&inc.extra) {
+    for (i, (set, extra)) in targets.sets.iter().zip(&inc.extra).enumerate() {
         if set.own {
-            warnings.extend(crate::resources::unlisted(
+            // The files of unchanged jobs are not read for this either.
+            let dest = inc.dests.iter().find(|d| d.set == i && !d.builds);
+            let vouched = dest.map(crate::cache::incremental::Dest::vouched);
+            warnings.extend(crate::resources::unlisted_known(
                 &set.output,
                 &project.shown_dir(&set.output),
                 extra,
+                vouched
+                    .as_ref()
+                    .map(|v| v as &dyn Fn(&str, &std::fs::Metadata) -> bool),
             ));
         }
     }
