@@ -20,6 +20,10 @@
 //!
 //! cargo bench --bench build -- [--jobs N] [--runs R] [--edits K] [--ps P]
 //!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all]
+//!
+//! With `--dirty-mb N` it measures instead what a one-job build pays for N MB of
+//! another program's unwritten data on the same file system (see `dirty`):
+//! cargo bench --bench build -- --dirty-mb 512 [--runs R] [--dirty-dir DIR] [--bin PATH]
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -94,10 +98,23 @@ struct Args {
     phase: Which,
     /// Run by `cargo test`: one small run on one file system.
     smoke: bool,
+    dirty: Dirty,
+}
+
+/// `--dirty-mb` and its companions: the separate measurement of `dirty`.
+#[derive(Default)]
+struct Dirty {
+    /// MB of unrelated unwritten data; 0: not this measurement.
+    mb: usize,
+    /// Where to build: a directory on the file system to measure.
+    dir: Option<PathBuf>,
+    /// The trainc binary to time, e.g. one built from another commit.
+    bin: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: [--jobs N] [--runs R] [--edits K] [--ps P] [--workers W] \
-                     [--fs tmpfs|disk|all] [--phase cold|edits|all]";
+                     [--fs tmpfs|disk|all] [--phase cold|edits|all] \
+                     | --dirty-mb N [--runs R] [--dirty-dir DIR] [--bin PATH]";
 
 fn parse_args() -> Args {
     let mut args = Args {
@@ -109,6 +126,7 @@ fn parse_args() -> Args {
         fs: Which::Both,
         phase: Which::Both,
         smoke: false,
+        dirty: Dirty::default(),
     };
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
     // binary without it, and then a smoke run keeps the harness working
@@ -145,6 +163,15 @@ fn parse_args() -> Args {
             }
             "--phase" => {
                 args.phase = which("cold", "edits");
+                continue;
+            }
+            "--dirty-mb" => &mut args.dirty.mb,
+            "--dirty-dir" => {
+                args.dirty.dir = Some(PathBuf::from(&value));
+                continue;
+            }
+            "--bin" => {
+                args.dirty.bin = Some(PathBuf::from(&value));
                 continue;
             }
             other => panic!("unknown argument {other:?}; {USAGE}"),
@@ -817,6 +844,10 @@ fn print_report(args: &Args, results: &[FsResult]) {
 
 fn main() {
     let args = parse_args();
+    if args.dirty.mb > 0 {
+        dirty(&args);
+        return;
+    }
     let mut places: Vec<(String, PathBuf)> = Vec::new();
     if wants(args.fs, true) {
         let shm = Path::new("/dev/shm");
@@ -841,4 +872,124 @@ fn main() {
         .collect();
     let _ = fs::remove_dir(disk); // only if nothing else is in it
     print_report(&args, &results);
+}
+
+// ------------------------------------------------------------ other programs' unwritten data
+
+/// A one-job build into a fresh directory, timed with and without `mb` MB
+/// of another program's unwritten data on the same file system, in
+/// alternation. A build that flushes the whole file system (`syncfs`) waits
+/// for that data; one that flushes only its own files does not. The dirty
+/// file is written just before the timed build and never synced; it is
+/// deleted, and everything synced, after the build, outside the timing.
+fn dirty(args: &Args) {
+    let root = args
+        .dirty
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DISK_ROOT));
+    fs::create_dir_all(&root).expect("cannot create the scratch root");
+    // Absolute: the builds run in the scratch directory.
+    let bin = args.dirty.bin.as_deref().map_or_else(
+        || PathBuf::from(TRAINC),
+        |b| std::path::absolute(b).expect("cannot resolve --bin"),
+    );
+    let scratch = Scratch(root.join(format!("trainc-dirty-{}", std::process::id())));
+    let dir = &scratch.0;
+    fs::create_dir_all(dir.join("jobs")).expect("cannot create the scratch directory");
+    fs::write(dir.join("trainc.yaml"), PROJECT).expect("cannot write trainc.yaml");
+    let text = DEFINITION
+        .replace("NAME", "job-00000")
+        .replace("WORKERS", &args.workers.to_string())
+        .replace("PS", &args.ps.to_string());
+    fs::write(dir.join("jobs/job-00000.yaml"), text).expect("cannot write a job definition");
+    let chunk = vec![0xa5u8; 1 << 20];
+    let build = |out: &Path| {
+        let start = Instant::now();
+        let status = Command::new(&bin)
+            .current_dir(dir)
+            .env("TRAINC_CACHE_DIR", dir.join("cache"))
+            .args(["build", "jobs", "-o"])
+            .arg(out)
+            .stdout(Stdio::null())
+            .status()
+            .expect("cannot start the trainc binary");
+        let elapsed = start.elapsed();
+        assert!(status.success(), "trainc build failed: {status}");
+        elapsed
+    };
+    let (mut clean, mut loaded) = (Vec::new(), Vec::new());
+    for run in 0..args.runs {
+        for with in [false, true] {
+            let out = dir.join(format!("out-{run}-{with}"));
+            let junk = dir.join("unrelated.bin");
+            sync();
+            if with {
+                let mut f = fs::File::create(&junk).expect("cannot create the dirty file");
+                for _ in 0..args.dirty.mb {
+                    io::Write::write_all(&mut f, &chunk).expect("cannot write the dirty file");
+                }
+            }
+            let elapsed = build(&out);
+            if with {
+                loaded.push(elapsed);
+                fs::remove_file(&junk).expect("cannot remove the dirty file");
+            } else {
+                clean.push(elapsed);
+            }
+        }
+    }
+    sync();
+    let files = count_tree(&dir.join("out-0-false"));
+    println!(
+        "\none-job build ({files} files) into a fresh directory on {} ({}), {} runs; wall ms, medians (min-max)",
+        root.display(),
+        fs_type(&root).unwrap_or("?"),
+        args.runs
+    );
+    let row = |label: &str, t: &[Duration]| {
+        let min = t.iter().min().copied().unwrap_or_default();
+        let max = t.iter().max().copied().unwrap_or_default();
+        println!(
+            "{label:<36} {:>9} ({}-{})",
+            ms(median_of(t)),
+            ms(min),
+            ms(max)
+        );
+    };
+    row("nothing else unwritten", &clean);
+    row(
+        &format!("{} MB of another file unwritten", args.dirty.mb),
+        &loaded,
+    );
+    println!(
+        "ratio {:.2}x; binary {}",
+        median_of(&loaded).as_secs_f64() / median_of(&clean).as_secs_f64(),
+        bin.display()
+    );
+}
+
+fn count_tree(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .expect("cannot read the output tree")
+        .map(|entry| {
+            let entry = entry.expect("cannot read an output directory entry");
+            let is_dir = entry
+                .file_type()
+                .expect("cannot stat an output entry")
+                .is_dir();
+            if is_dir { count_tree(&entry.path()) } else { 1 }
+        })
+        .sum()
+}
+
+fn median_of(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2
+    } else {
+        sorted[mid]
+    }
 }
