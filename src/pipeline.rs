@@ -390,14 +390,7 @@ fn resolve(
     sources: &Sources,
     docs: &[Document],
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let generated = project.written_dirs();
-    let cx = validate::Context {
-        defaults: &project.defaults,
-        library,
-        root: &project.root,
-        generated: &generated,
-    };
-    let (jobs, warnings) = validate::validate(docs, &cx)?;
+    let (jobs, warnings) = resolve_some(project, library, docs)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
