@@ -3,6 +3,9 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use trainc::cli::{self, Cli, Status};
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = cli.color;

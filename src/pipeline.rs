@@ -456,10 +456,25 @@ pub struct Set<'a> {
     pub resources: &'a [Resource],
 }
 
+/// Where a build puts each job's files as they are rendered, instead of
+/// holding them in a tree until every job is rendered: see
+/// [`crate::plan::stream`].
+pub trait Sink: Sync {
+    /// Whether the files of the set `set` (an index into the sets) go here.
+    fn streams(&self, set: usize) -> bool;
+    /// Takes the files one job made for `set`: what became of each.
+    fn take(&self, set: usize, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)>;
+}
+
+pub use crate::plan::stream::Taken;
+
 /// What a build compiled for one [`Set`].
 #[derive(Debug)]
 pub struct Output {
+    /// Its manifests, but those a [`Sink`] took.
     pub manifests: Tree,
+    /// The manifests a [`Sink`] took.
+    pub streamed: std::collections::BTreeMap<String, Taken>,
     /// Empty without `build_output` or without jobs that build an image.
     pub builds: Tree,
     /// The root kustomization's entries besides the jobs, relative to the
@@ -540,6 +555,30 @@ pub fn desired(
         &docs,
         sets,
         Scope::All { complete },
+        None,
+    )
+}
+
+/// [`desired`], the jobs' files of the sets `sink` streams handed to it as
+/// they are rendered rather than kept (see [`Output::streamed`]).
+pub fn desired_into(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    sets: &[Set],
+    sink: &dyn Sink,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let (sources, docs) = load(project, cwd, paths)?;
+    let library = project.library()?;
+    let complete = complete(project, cwd, paths);
+    compile_sets(
+        project,
+        &library,
+        sources,
+        &docs,
+        sets,
+        Scope::All { complete },
+        Some(sink),
     )
 }
 
@@ -574,7 +613,7 @@ pub fn desired_some(
     if !diags.is_empty() {
         return Err(diags);
     }
-    compile_sets(project, library, sources, &docs, sets, Scope::Some)
+    compile_sets(project, library, sources, &docs, sets, Scope::Some, None)
 }
 
 fn compile_sets(
@@ -584,6 +623,7 @@ fn compile_sets(
     docs: &[Document],
     sets: &[Set],
     scope: Scope,
+    sink: Option<&dyn Sink>,
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let all = scope != Scope::Some;
     let mut which: Vec<Option<&Variant>> = vec![None];
@@ -611,7 +651,7 @@ fn compile_sets(
     }];
     let mut outputs = Vec::with_capacity(sets.len());
     let mut diags = Vec::new();
-    for set in sets {
+    for (index, set) in sets.iter().enumerate() {
         let (jobs, builds) = match set.variant {
             None => {
                 parts[0].set = Some(outputs.len());
@@ -651,7 +691,8 @@ fn compile_sets(
         } else {
             Vec::new()
         };
-        let mut manifests = render_with(&jobs, &extra, limits::MAX_OUTPUT_BYTES)?;
+        let sink = sink.filter(|s| s.streams(index)).map(|s| (s, index));
+        let (mut manifests, streamed) = render_into(&jobs, &extra, limits::MAX_OUTPUT_BYTES, sink)?;
         let mut builds = if set.build_output.is_some() {
             builds
         } else {
@@ -664,6 +705,7 @@ fn compile_sets(
         }
         outputs.push(Output {
             manifests,
+            streamed,
             builds,
             extra,
             jobs: jobs.len(),
@@ -678,11 +720,13 @@ fn compile_sets(
     if all {
         // What would be written, checked before anything is.
         let trees = outputs.iter().flat_map(|o| [&o.manifests, &o.builds]);
+        let streamed = outputs.iter().flat_map(|o| o.streamed.values());
         let bytes = trees
             .clone()
             .flat_map(|t| t.values())
-            .map(|b| b.len() as u64);
-        let files = trees.map(|t| t.len()).sum();
+            .map(|b| b.len() as u64)
+            .chain(streamed.clone().map(|t| t.len));
+        let files = trees.map(|t| t.len()).sum::<usize>() + streamed.count();
         limits::check_output(bytes.sum(), files, true, limits::MAX_OUTPUT_BYTES)
             .map_err(|d| vec![d])?;
     }
@@ -852,18 +896,50 @@ pub fn render_within(jobs: &[Job], limit: u64) -> Result<Tree, Vec<Diagnostic>> 
 
 /// [`render_within`], the root kustomization also listing `extra`.
 pub fn render_with(jobs: &[Job], extra: &[String], limit: u64) -> Result<Tree, Vec<Diagnostic>> {
+    render_into(jobs, extra, limit, None).map(|(tree, _)| tree)
+}
+
+/// One job's files: in memory, or taken by a [`Sink`].
+enum Rendered {
+    Kept(Vec<(String, Vec<u8>)>),
+    Taken(Vec<(String, Taken)>),
+}
+
+/// [`render_with`], each job's files handed to `sink` (with the set's
+/// index) as soon as they are rendered, on the thread that rendered them;
+/// the tree then holds only the root kustomization, and the second map
+/// says what the sink made of the rest.
+fn render_into(
+    jobs: &[Job],
+    extra: &[String],
+    limit: u64,
+    sink: Option<(&dyn Sink, usize)>,
+) -> Result<(Tree, std::collections::BTreeMap<String, Taken>), Vec<Diagnostic>> {
     let mut files = Vec::with_capacity(jobs.len());
+    let mut taken = std::collections::BTreeMap::new();
     let (mut bytes, mut count) = (0u64, 0usize);
     let tasks = |j: &Job| j.roles.iter().map(|r| u64::from(r.replicas)).sum();
     for batch in limits::batches(jobs, tasks) {
         let rendered = par::map(batch, |job| {
-            compile::compile(job).and_then(|c| emit::emit_job(&c))
+            let files = compile::compile(job).and_then(|c| emit::emit_job(&c))?;
+            Ok(match sink {
+                Some((sink, set)) => Rendered::Taken(sink.take(set, files)),
+                None => Rendered::Kept(files),
+            })
         });
         for job_files in rendered {
-            let job_files = job_files.map_err(internal)?;
-            count += job_files.len();
-            bytes += job_files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
-            files.push(job_files);
+            match job_files.map_err(internal)? {
+                Rendered::Kept(job_files) => {
+                    count += job_files.len();
+                    bytes += job_files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+                    files.push(job_files);
+                }
+                Rendered::Taken(job_files) => {
+                    count += job_files.len();
+                    bytes += job_files.iter().map(|(_, t)| t.len).sum::<u64>();
+                    taken.extend(job_files);
+                }
+            }
         }
         limits::check_output(bytes, count, false, limit).map_err(|d| vec![d])?;
     }
@@ -871,7 +947,8 @@ pub fn render_with(jobs: &[Job], extra: &[String], limit: u64) -> Result<Tree, V
         .iter()
         .map(|j| emit::job_dir(&j.namespace, &j.name))
         .collect();
-    emit::assemble(files, &dirs, extra).map_err(internal)
+    let tree = emit::assemble(files, &dirs, extra).map_err(internal)?;
+    Ok((tree, taken))
 }
 
 fn internal(e: String) -> Vec<Diagnostic> {

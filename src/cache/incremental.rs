@@ -109,7 +109,14 @@ impl State {
     pub fn of(sets: &[Set], compiled: &Compiled) -> Self {
         let mut hashes = HashMap::new();
         for (set, out) in sets.iter().zip(&compiled.outputs) {
-            hashes.insert(set.output.to_path_buf(), hash_tree(&out.manifests));
+            let mut manifests = hash_tree(&out.manifests);
+            // Hashed as they were staged.
+            for (rel, taken) in &out.streamed {
+                if let Some(hash) = &taken.hash {
+                    manifests.insert(rel.clone(), hash.clone());
+                }
+            }
+            hashes.insert(set.output.to_path_buf(), manifests);
             if let Some(b) = set.build_output {
                 hashes.insert(b.to_path_buf(), hash_tree(&out.builds));
             }
@@ -167,12 +174,15 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             let mut files = Vec::new();
             if let Some((_, output)) = set {
                 let dir = format!("{}/", emit::job_dir(&j.namespace, &j.name));
-                for rel in output.manifests.range(dir.clone()..).map(|(r, _)| r) {
-                    if !rel.starts_with(&dir) {
-                        break;
-                    }
+                let kept = output.manifests.range(dir.clone()..).map(|(r, _)| r);
+                let streamed = output.streamed.range(dir.clone()..).map(|(r, _)| r);
+                for rel in kept.take_while(|r| r.starts_with(&dir)) {
                     files.push(rel.clone());
                 }
+                for rel in streamed.take_while(|r| r.starts_with(&dir)) {
+                    files.push(rel.clone());
+                }
+                files.sort();
             }
             out[i].parts[k].jobs.push(JobRecord {
                 namespace: j.namespace.clone(),

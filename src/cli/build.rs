@@ -1,10 +1,11 @@
 //! `trainc build` and `trainc build --check`.
 
+use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{
-    Targets, desired, incremental, plan_all, status, summary, targets, up_to_date,
+    Targets, desired, desired_into, incremental, plan_all, status, summary, targets, up_to_date,
 };
 use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
@@ -177,30 +178,136 @@ fn full(
     opts: &BuildOptions,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Built, Failure> {
+    if !opts.check {
+        return written(targets, req, cache, cwd, inputs, opts, fail);
+    }
     let (dests, read, state, warnings) = desired(cwd, inputs, targets, cache.is_ok(), fail)?;
     if matches!(opts.format, Format::Text | Format::Github) {
         warn(&warnings, opts.color);
     }
-    let plans = if opts.check {
-        plan_all(dests, fail)?
-    } else {
-        // Lock before reading the directories, in a fixed order: what is
-        // planned is what is written, even with a second build racing.
-        let mut locks = Vec::new();
-        for d in &dests {
-            locks.push(plan::lock(&d.dir).map_err(|e| fail(vec![e]))?);
-        }
-        // Every plan before any write: a refusal anywhere writes nothing.
-        let plans = plan_all(dests, fail)?;
-        for (plan, _) in &plans {
-            plan::apply(plan).map_err(fail)?;
-        }
-        // Still locked: the snapshot is of this build's output.
-        record(cache, req, &read, &state, &plans, opts.verbose);
-        drop(locks);
-        plans
-    };
+    let plans = plan_all(dests, fail)?;
     Ok((plans, read, state, warnings))
+}
+
+/// The full build that writes: each job's files are planned and staged as
+/// they are rendered ([`plan::stream`]), so that the output tree is never
+/// held whole; nothing is linked in before every directory is planned.
+fn written(
+    targets: &Targets,
+    req: &cache::Request,
+    cache: &Result<cache::Cache, String>,
+    cwd: &Path,
+    inputs: &Inputs,
+    opts: &BuildOptions,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+) -> Result<Built, Failure> {
+    let project = &targets.project;
+    // Locked before anything is staged, in a fixed order (every set's
+    // output directory, then the build directories that exist): what is
+    // planned is what is written, even with a second build racing.
+    let mut locks = Vec::new();
+    let release =
+        |locks: Vec<plan::Lock>| locks.into_iter().rev().for_each(plan::Lock::release_unused);
+    let dirs = targets.sets.iter().map(|s| &s.output).chain(
+        targets
+            .sets
+            .iter()
+            .filter_map(|s| s.build_output.as_ref())
+            .filter(|d| d.is_dir()),
+    );
+    let mut locked: Vec<std::path::PathBuf> = Vec::new();
+    for dir in dirs {
+        if locked.contains(dir) {
+            continue;
+        }
+        match plan::lock(dir) {
+            Ok(l) => locks.push(l),
+            Err(e) => {
+                release(locks);
+                return Err(fail(vec![e]));
+            }
+        }
+        locked.push(dir.clone());
+    }
+    let stagers = plan::stream::Stagers(
+        targets
+            .sets
+            .iter()
+            .map(|s| {
+                Some(plan::stream::Stager::new(
+                    &s.output,
+                    &project.shown_dir(&s.output),
+                    cache.is_ok(),
+                ))
+            })
+            .collect(),
+    );
+    let desired = desired_into(cwd, inputs, targets, cache.is_ok(), Some(&stagers), fail);
+    let (dests, read, state, warnings) = match desired {
+        Ok(d) => d,
+        Err(f) => {
+            // Dropping the stagers removes what they staged.
+            drop(stagers);
+            release(locks);
+            return Err(f);
+        }
+    };
+    if matches!(opts.format, Format::Text | Format::Github) {
+        warn(&warnings, opts.color);
+    }
+    // Every plan before any write: a refusal anywhere writes nothing.
+    let mut stagers = stagers.0;
+    let mut plans = Vec::with_capacity(dests.len());
+    let mut refused = Vec::new();
+    for d in dests {
+        let staged = match d
+            .set
+            .and_then(|i| stagers.get_mut(i))
+            .and_then(Option::take)
+        {
+            Some(stager) => {
+                let streamed: HashSet<&str> = d.streamed.iter().map(String::as_str).collect();
+                stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
+            }
+            None => {
+                if !locked.contains(&d.dir) {
+                    // A build directory this build makes.
+                    match plan::lock(&d.dir) {
+                        Ok(l) => locks.push(l),
+                        Err(e) => {
+                            refused.push(e);
+                            continue;
+                        }
+                    }
+                    locked.push(d.dir.clone());
+                }
+                plan::plan(&d.dir, &d.shown, d.tree).map(|p| (p, None))
+            }
+        };
+        match staged {
+            Ok((plan, staged)) => plans.push((plan, d.shown, staged)),
+            Err(e) => refused.extend(e),
+        }
+    }
+    if !refused.is_empty() {
+        drop(plans);
+        drop(stagers);
+        release(locks);
+        return Err(fail(refused));
+    }
+    let mut done = Vec::with_capacity(plans.len());
+    for (plan, shown, staged) in plans {
+        match staged {
+            Some(staged) => plan::stream::apply(&plan, staged),
+            None => plan::apply(&plan),
+        }
+        .map_err(fail)?;
+        done.push((plan, shown));
+    }
+    // Still locked: the snapshot is of this build's output.
+    record(cache, req, &read, &state, &done, opts.verbose);
+    drop(locks);
+    Ok((done, read, state, warnings))
 }
 
 /// Records a build in the cache, saying with `verbose` why it could not.

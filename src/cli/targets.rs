@@ -15,6 +15,11 @@ pub(super) struct Dest {
     /// How messages name it.
     pub(super) shown: String,
     pub(super) tree: crate::emit::Tree,
+    /// The set whose manifests these are; `None`: build specs.
+    pub(super) set: Option<usize>,
+    /// The files of `tree`'s that a sink took as they were rendered
+    /// ([`pipeline::Output::streamed`]).
+    pub(super) streamed: Vec<String>,
     /// Manifests (not build specs) of a build that writes several output
     /// directories: `diff` names it with the runs it changes.
     pub(super) label_runs: bool,
@@ -209,9 +214,26 @@ pub(super) fn desired(
     record: bool,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Desired, Failure> {
+    desired_into(cwd, inputs, targets, record, None, fail)
+}
+
+/// [`desired`], the jobs' files of the sets `sink` streams handed to it as
+/// they are rendered.
+pub(super) fn desired_into(
+    cwd: &Path,
+    inputs: &Inputs,
+    targets: &Targets,
+    record: bool,
+    sink: Option<&dyn pipeline::Sink>,
+    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
+) -> Result<Desired, Failure> {
     let project = &targets.project;
     let sets = targets.pipeline_sets();
-    let compiled = pipeline::desired(project, cwd, &inputs.paths, &sets).map_err(fail)?;
+    let compiled = match sink {
+        Some(sink) => pipeline::desired_into(project, cwd, &inputs.paths, &sets, sink),
+        None => pipeline::desired(project, cwd, &inputs.paths, &sets),
+    }
+    .map_err(fail)?;
     let state = if record {
         crate::cache::State::of(&sets, &compiled)
     } else {
@@ -220,7 +242,7 @@ pub(super) fn desired(
     let mut warnings = compiled.warnings;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
     let mut dests = Vec::new();
-    for (set, out) in targets.sets.iter().zip(compiled.outputs) {
+    for (i, (set, out)) in targets.sets.iter().zip(compiled.outputs).enumerate() {
         // What a controller syncing the project's output would miss.
         if set.own {
             warnings.extend(crate::resources::unlisted(
@@ -233,6 +255,8 @@ pub(super) fn desired(
             shown: project.shown_dir(&set.output),
             dir: set.output.clone(),
             tree: out.manifests,
+            set: Some(i),
+            streamed: out.streamed.into_keys().collect(),
             label_runs: several,
         });
         if let Some(dir) = &set.build_output
@@ -242,6 +266,8 @@ pub(super) fn desired(
                 shown: project.shown_dir(dir),
                 dir: dir.clone(),
                 tree: out.builds,
+                set: None,
+                streamed: Vec::new(),
                 label_runs: false,
             });
         }

@@ -58,6 +58,12 @@ pub(super) enum Flush {
     /// write: `syncfs` before the renames and at the end, which also flushes
     /// other programs' writes but costs less than thousands of flushes.
     WholeFs,
+    /// Any other file system, for files staged as they are rendered
+    /// ([`super::stream`]), before anyone knows how many there will be:
+    /// nothing is flushed while staging, and once all are staged it is
+    /// [`Flush::EachFile`] (each staged file `fsync`ed then) or
+    /// [`Flush::WholeFs`] by their number.
+    Deferred,
 }
 
 /// The most files flushed one by one on a file system without a journal
@@ -87,6 +93,24 @@ impl Flush {
     #[cfg(not(target_os = "linux"))]
     pub(super) fn choose(_root: &Path, _files: usize) -> Flush {
         Flush::EachFile
+    }
+
+    /// The way to flush files below `root` staged before their number is
+    /// known.
+    pub(super) fn streaming(root: &Path) -> Flush {
+        match Flush::choose(root, usize::MAX) {
+            Flush::WholeFs | Flush::EachFile => Flush::Deferred,
+            other => other,
+        }
+    }
+
+    /// What [`Flush::Deferred`] becomes with `files` staged.
+    fn settle(self, files: usize) -> Flush {
+        match self {
+            Flush::Deferred if files <= EACH_FILE_MAX => Flush::EachFile,
+            Flush::Deferred => Flush::WholeFs,
+            other => other,
+        }
     }
 }
 
@@ -119,7 +143,7 @@ pub(super) struct Writer {
 }
 
 /// A file staged for its target, not yet linked in.
-struct Staged {
+pub(super) struct Staged {
     target: PathBuf,
     /// The target did not exist: it is created, never replaced.
     new: bool,
@@ -145,7 +169,7 @@ fn all<T>(results: Vec<Result<T, Diagnostic>>) -> Result<Vec<T>, Vec<Diagnostic>
     Ok(ok)
 }
 
-fn parent(path: &Path) -> &Path {
+pub(super) fn parent(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -169,34 +193,61 @@ impl Writer {
     }
 
     pub(super) fn apply(&self, plan: &Plan) -> Result<(), Vec<Diagnostic>> {
+        self.apply_with(plan, Vec::new())
+    }
+
+    /// [`Writer::apply`], where `early` holds files staged beforehand (by
+    /// [`super::stream::Stager`]) for some of the plan's changes: those are
+    /// linked in, not staged again.
+    pub(super) fn apply_with(
+        &self,
+        plan: &Plan,
+        early: Vec<Staged>,
+    ) -> Result<(), Vec<Diagnostic>> {
         let root = plan.root.as_path();
-        let writes: Vec<&Change> = plan
+        let done: HashSet<&Path> = early.iter().map(|s| s.target.as_path()).collect();
+        let targets: Vec<PathBuf> = plan
             .pending()
             .filter(|c| matches!(c.op, Op::Create | Op::Update))
+            .map(|c| root.join(&c.path))
+            .collect();
+        let writes: Vec<(&Change, &PathBuf)> = plan
+            .pending()
+            .filter(|c| matches!(c.op, Op::Create | Op::Update))
+            .zip(&targets)
+            .filter(|(_, t)| !done.contains(t.as_path()))
             .collect();
         let deletions: Vec<&Change> = plan.pending().filter(|c| c.op == Op::Delete).collect();
         // Directories whose entries change, to flush at the end.
         let mut dirs = BTreeSet::new();
         let mut seen = HashSet::new();
-        for c in &writes {
-            let dir = parent(&root.join(&c.path)).to_path_buf();
+        for target in &targets {
+            let dir = parent(target).to_path_buf();
             if seen.insert(dir.clone()) {
                 make_dir(&dir, &mut dirs)
                     .map_err(|e| vec![io_error(&dir, "create directory", &e)])?;
                 dirs.insert(dir);
             }
         }
-        let staged = all(par::map(&writes, |c| {
-            self.stage(root.join(&c.path), &c.new, c.op == Op::Create)
-        }))?;
-        match self.flush {
+        drop(done);
+        let mut staged = early;
+        staged.extend(all(par::map(&writes, |(c, target)| {
+            self.stage(target.to_path_buf(), &c.new, c.op == Op::Create)
+        }))?);
+        let flush = self.flush.settle(staged.len());
+        match flush {
             Flush::Batch => {
                 all(par::map(&staged, |s| {
                     s.wait().map_err(|e| io_error(&s.target, "flush", &e))
                 }))?;
             }
+            Flush::EachFile if self.flush == Flush::Deferred => {
+                all(par::map(&staged, |s| {
+                    s.sync().map_err(|e| io_error(&s.target, "flush", &e))
+                }))?;
+            }
             Flush::WholeFs => syncfs(root).map_err(|d| vec![d])?,
-            Flush::Volatile | Flush::EachFile => {}
+            Flush::Volatile | Flush::EachFile | Flush::Deferred => {}
         }
         all(par::map_owned(staged, Staged::link))?;
         // Pruning comes last: until every new file is in place, the old ones
@@ -208,9 +259,9 @@ impl Writer {
             dirs.extend(r.changed);
             removed.extend(r.removed);
         }
-        match self.flush {
+        match flush {
             Flush::Volatile => Ok(()),
-            Flush::WholeFs => syncfs(root).map_err(|d| vec![d]),
+            Flush::WholeFs | Flush::Deferred => syncfs(root).map_err(|d| vec![d]),
             Flush::Batch | Flush::EachFile => {
                 let dirs: Vec<PathBuf> =
                     dirs.into_iter().filter(|d| !removed.contains(d)).collect();
@@ -232,7 +283,21 @@ impl Writer {
     /// Writes `bytes` to a temporary file for `target` and starts its flush.
     /// `new`: the target does not exist, so the file may be unnamed.
     fn stage(&self, target: PathBuf, bytes: &[u8], new: bool) -> Result<Staged, Diagnostic> {
-        let dir = parent(&target);
+        let dir = parent(&target).to_path_buf();
+        self.stage_in(&dir, target, bytes, new)
+    }
+
+    /// [`Writer::stage`], the temporary file in `dir`: the target's
+    /// directory or, for a new file whose directory is yet to be made, the
+    /// nearest one above it that exists, on the same file system (`linkat`
+    /// and `rename` move a file between directories of one).
+    pub(super) fn stage_in(
+        &self,
+        dir: &Path,
+        target: PathBuf,
+        bytes: &[u8],
+        new: bool,
+    ) -> Result<Staged, Diagnostic> {
         let temp = self
             .temp_in(dir, new)
             .map_err(|e| io_error(dir, "create a temporary file in", &e))?;
@@ -251,7 +316,7 @@ impl Writer {
                 match self.flush {
                     Flush::Batch => start_writeback(file),
                     Flush::EachFile => file.sync_data(),
-                    Flush::Volatile | Flush::WholeFs => Ok(()),
+                    Flush::Volatile | Flush::WholeFs | Flush::Deferred => Ok(()),
                 }
                 .map_err(|e| io_error(&target, "flush", &e))
             });
@@ -321,6 +386,26 @@ impl Writer {
 }
 
 impl Staged {
+    /// The temporary file's name, when it has one.
+    pub(super) fn temp_path(&self) -> Option<&Path> {
+        match &self.temp {
+            Temp::Named(path, _) => Some(path),
+            #[cfg(target_os = "linux")]
+            Temp::Unnamed(_) => None,
+        }
+    }
+
+    /// Flushes the file's data ([`Flush::Deferred`] settled as
+    /// [`Flush::EachFile`]).
+    fn sync(&self) -> io::Result<()> {
+        match &self.temp {
+            #[cfg(target_os = "linux")]
+            Temp::Unnamed(f) => f.sync_data(),
+            Temp::Named(_, Some(f)) => f.sync_data(),
+            Temp::Named(path, None) => fs::File::open(path)?.sync_data(),
+        }
+    }
+
     /// Waits until the file's data is on the device (batch flushing).
     fn wait(&self) -> io::Result<()> {
         match &self.temp {

@@ -1,0 +1,216 @@
+//! Stage 5 while stage 4 runs: a build's job files are planned and staged
+//! as each job is rendered, so that the output tree is never held in memory
+//! whole. A cold build of 5,000 jobs renders 250 MB of YAML; holding it
+//! until the write phase put the build's peak memory at twice that.
+//!
+//! Each file is planned exactly as [`plan`](super::plan) plans it (the same
+//! refusals, the same comparison with the file on disk) and, when it is to
+//! be written, staged at once as the write phase stages it: an unnamed
+//! temporary file (or a named one, `.trainc-XXXXXX.tmp`) in its directory,
+//! or, for a directory yet to be made, in the nearest one above it, which
+//! the locked output root always is. Nothing gets a name a reader could
+//! see until [`Stager::finish`] has planned every file and found no
+//! refusal, and [`apply`] links them in: a build that fails on the way
+//! (a refusal, a file over a limit, a finding about another directory)
+//! drops the staged files, and every target is as it was.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::write::{Flush, Staged, Writer};
+use super::{Change, Op, Plan, classify, prune};
+use crate::diagnostic::Diagnostic;
+use crate::emit::Tree;
+
+/// What became of a file a [`Stager`] took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    pub len: u64,
+    /// Its content hash (the build cache's), when asked for.
+    pub hash: Option<String>,
+}
+
+/// Plans and stages the files of one output directory as they come.
+pub struct Stager {
+    root: PathBuf,
+    shown: String,
+    writer: Writer,
+    hash: bool,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    changes: Vec<Change>,
+    staged: Vec<Staged>,
+    refused: Vec<Diagnostic>,
+}
+
+/// The staged files of a finished [`Stager`], for [`apply`].
+pub struct Pending {
+    writer: Writer,
+    staged: Vec<Staged>,
+}
+
+impl Stager {
+    /// A stager for `root`, which must exist (it is locked: see
+    /// [`super::lock`]); `shown` is how messages name it. With `hash`, the
+    /// content hash of every file is computed as it is taken.
+    pub fn new(root: &Path, shown: &str, hash: bool) -> Stager {
+        Stager {
+            root: root.to_path_buf(),
+            shown: shown.to_owned(),
+            writer: Writer::new(Flush::streaming(root)),
+            hash,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Plans `files` (relative paths and contents, typically one job's),
+    /// staging those to write; their sizes and hashes. Refusals are kept
+    /// for [`Stager::finish`], so that a build reports them all at once.
+    pub fn take(&self, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)> {
+        let mut checked = HashSet::new();
+        let mut changes = Vec::with_capacity(files.len());
+        let mut staged = Vec::new();
+        let mut refused = Vec::new();
+        let mut taken = Vec::with_capacity(files.len());
+        for (rel, bytes) in files {
+            let hash = self
+                .hash
+                .then(|| crate::cache::snapshot::content_hash(&bytes));
+            let len = bytes.len() as u64;
+            match self.stage(&rel, &bytes, &mut checked) {
+                Ok((op, s)) => {
+                    staged.extend(s);
+                    changes.push(Change {
+                        path: rel.clone(),
+                        op,
+                        old: None,
+                        new: Vec::new(),
+                    });
+                }
+                Err(d) => refused.push(d),
+            }
+            taken.push((rel, Taken { len, hash }));
+        }
+        // A poisoned lock means another thread panicked, and the build with it.
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.changes.append(&mut changes);
+            inner.staged.append(&mut staged);
+            inner.refused.append(&mut refused);
+        }
+        taken
+    }
+
+    fn stage(
+        &self,
+        rel: &str,
+        bytes: &[u8],
+        checked: &mut HashSet<PathBuf>,
+    ) -> Result<(Op, Option<Staged>), Diagnostic> {
+        let (op, _) = classify(&self.root, &self.shown, rel, bytes, checked)?;
+        let target = self.root.join(rel);
+        let staged = match op {
+            Op::Create => {
+                let dir = nearest(&self.root, rel, checked);
+                Some(self.writer.stage_in(&dir, target, bytes, true)?)
+            }
+            Op::Update => {
+                let dir = super::write::parent(&target).to_path_buf();
+                Some(self.writer.stage_in(&dir, target, bytes, false)?)
+            }
+            Op::Delete | Op::Unchanged => None,
+        };
+        Ok((op, staged))
+    }
+
+    /// Plans `rest`, the directory's files that were not streamed (its root
+    /// kustomization), and what is to be pruned: the plan of the whole
+    /// directory, with the files staged for it; or every refusal, the staged
+    /// files then removed. `streamed` lists the paths taken, which are not
+    /// pruned.
+    pub fn finish(
+        self,
+        rest: Tree,
+        streamed: &HashSet<&str>,
+    ) -> Result<(Plan, Pending), Vec<Diagnostic>> {
+        let Stager {
+            root,
+            shown,
+            writer,
+            inner,
+            ..
+        } = self;
+        let Inner {
+            mut changes,
+            staged,
+            mut refused,
+        } = inner.into_inner().unwrap_or_default();
+        let mut checked = HashSet::new();
+        for (rel, new) in rest {
+            match super::plan_file(&root, &shown, rel, new, &mut checked) {
+                Ok(c) => changes.push(c),
+                Err(d) => refused.push(d),
+            }
+        }
+        if !refused.is_empty() {
+            refused.sort_by_key(Diagnostic::title);
+            return Err(refused);
+        }
+        // This build's own temporary files are not an interrupted one's.
+        let temps: Vec<String> = staged
+            .iter()
+            .filter_map(|s| s.temp_path()?.strip_prefix(&root).ok()?.to_str())
+            .map(str::to_owned)
+            .collect();
+        let mut desired: HashSet<&str> = streamed.clone();
+        desired.extend(changes.iter().map(|c| c.path.as_str()));
+        desired.extend(temps.iter().map(String::as_str));
+        let stale = prune(&root, &desired).map_err(|d| vec![d])?;
+        changes.extend(stale);
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok((Plan { root, changes }, Pending { writer, staged }))
+    }
+}
+
+/// The nearest directory at or above `rel`'s that exists, as far as
+/// `checked` (filled by planning `rel`) knows: `root` at worst.
+fn nearest(root: &Path, rel: &str, checked: &HashSet<PathBuf>) -> PathBuf {
+    let mut dir = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        dir.push(part);
+        if !checked.contains(&dir) {
+            dir.pop();
+            break;
+        }
+    }
+    dir
+}
+
+/// Writes a streamed plan: links in what was staged, writes the rest, and
+/// prunes (see [`super::apply`]).
+pub fn apply(plan: &Plan, pending: Pending) -> Result<(), Vec<Diagnostic>> {
+    let Pending { writer, staged } = pending;
+    writer.apply_with(plan, staged)
+}
+
+/// The stagers of a build's sets, by set: the [`crate::pipeline::Sink`]
+/// a streaming build renders into.
+pub struct Stagers(pub Vec<Option<Stager>>);
+
+impl crate::pipeline::Sink for Stagers {
+    fn streams(&self, set: usize) -> bool {
+        self.0.get(set).is_some_and(Option::is_some)
+    }
+
+    fn take(&self, set: usize, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)> {
+        match self.0.get(set) {
+            Some(Some(stager)) => stager.take(files),
+            // Never asked: `streams` said no.
+            _ => Vec::new(),
+        }
+    }
+}
