@@ -4,9 +4,7 @@ use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{
-    Targets, desired, desired_into, incremental, plan_all, status, summary, targets, up_to_date,
-};
+use super::targets::{Targets, desired_into, incremental, status, summary, targets, up_to_date};
 use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
 use crate::diagnostic::Diagnostic;
@@ -178,21 +176,14 @@ fn full(
     opts: &BuildOptions,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Built, Failure> {
-    if !opts.check {
-        return written(targets, req, cache, cwd, inputs, opts, fail);
-    }
-    let (dests, read, state, warnings) = desired(cwd, inputs, targets, cache.is_ok(), fail)?;
-    if matches!(opts.format, Format::Text | Format::Github) {
-        warn(&warnings, opts.color);
-    }
-    let plans = plan_all(dests, fail)?;
-    Ok((plans, read, state, warnings))
+    streamed(targets, req, cache, cwd, inputs, opts, fail)
 }
 
-/// The full build that writes: each job's files are planned and staged as
-/// they are rendered ([`plan::stream`]), so that the output tree is never
-/// held whole; nothing is linked in before every directory is planned.
-fn written(
+/// The full build: each job's files are planned (and, unless `--check`,
+/// staged) as they are rendered ([`plan::stream`]), so that the output
+/// tree is never held whole; nothing is linked in before every directory is
+/// planned.
+fn streamed(
     targets: &Targets,
     req: &cache::Request,
     cache: &Result<cache::Cache, String>,
@@ -202,6 +193,7 @@ fn written(
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Built, Failure> {
     let project = &targets.project;
+    let write = !opts.check;
     // Locked before anything is staged, in a fixed order (every set's
     // output directory, then the build directories that exist): what is
     // planned is what is written, even with a second build racing.
@@ -216,7 +208,7 @@ fn written(
             .filter(|d| d.is_dir()),
     );
     let mut locked: Vec<std::path::PathBuf> = Vec::new();
-    for dir in dirs {
+    for dir in dirs.filter(|_| write) {
         if locked.contains(dir) {
             continue;
         }
@@ -238,6 +230,7 @@ fn written(
                     &s.output,
                     &project.shown_dir(&s.output),
                     cache.is_ok(),
+                    write,
                 ))
             })
             .collect(),
@@ -270,7 +263,7 @@ fn written(
                 stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
             }
             None => {
-                if !locked.contains(&d.dir) {
+                if write && !locked.contains(&d.dir) {
                     // A build directory this build makes.
                     match plan::lock(&d.dir) {
                         Ok(l) => locks.push(l),
@@ -294,6 +287,10 @@ fn written(
         drop(stagers);
         release(locks);
         return Err(fail(refused));
+    }
+    if !write {
+        let plans = plans.into_iter().map(|(p, shown, _)| (p, shown)).collect();
+        return Ok((plans, read, state, warnings));
     }
     let mut done = Vec::with_capacity(plans.len());
     for (plan, shown, staged) in plans {

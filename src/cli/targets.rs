@@ -415,17 +415,6 @@ pub(super) fn status(plans: &[(Plan, String)], changed: impl Fn(&Plan, &str) -> 
     }
 }
 
-/// Plans every destination; the first refusal ends it.
-pub(super) fn plan_all(
-    dests: Vec<Dest>,
-    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<Vec<(Plan, String)>, Failure> {
-    dests
-        .into_iter()
-        .map(|d| Ok((plan::plan(&d.dir, &d.shown, d.tree).map_err(fail)?, d.shown)))
-        .collect()
-}
-
 /// `deploy is up to date (17 files)`, or for several directories
 /// `deploy and build are up to date (17 and 2 files)`,
 /// `deploy, build and deploy-cpu are up to date (17, 2 and 17 files)`.

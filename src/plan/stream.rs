@@ -37,6 +37,9 @@ pub struct Stager {
     shown: String,
     writer: Writer,
     hash: bool,
+    /// Whether files to write are staged (`build`), or only planned
+    /// (`build --check`).
+    stage: bool,
     inner: Mutex<Inner>,
 }
 
@@ -54,15 +57,17 @@ pub struct Pending {
 }
 
 impl Stager {
-    /// A stager for `root`, which must exist (it is locked: see
-    /// [`super::lock`]); `shown` is how messages name it. With `hash`, the
-    /// content hash of every file is computed as it is taken.
-    pub fn new(root: &Path, shown: &str, hash: bool) -> Stager {
+    /// A stager for `root`; `shown` is how messages name it. With `hash`,
+    /// the content hash of every file is computed as it is taken. With
+    /// `stage`, the files to write are staged, and `root` must exist (it is
+    /// locked: see [`super::lock`]); without, they are only planned.
+    pub fn new(root: &Path, shown: &str, hash: bool, stage: bool) -> Stager {
         Stager {
             root: root.to_path_buf(),
             shown: shown.to_owned(),
             writer: Writer::new(Flush::streaming(root)),
             hash,
+            stage,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -111,6 +116,9 @@ impl Stager {
         checked: &mut HashSet<PathBuf>,
     ) -> Result<(Op, Option<Staged>), Diagnostic> {
         let (op, _) = classify(&self.root, &self.shown, rel, bytes, checked)?;
+        if !self.stage {
+            return Ok((op, None));
+        }
         let target = self.root.join(rel);
         let staged = match op {
             Op::Create => {
