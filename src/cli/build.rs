@@ -1,10 +1,11 @@
 //! `trainc build` and `trainc build --check`.
 
-use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{Targets, desired_into, incremental, status, summary, targets, up_to_date};
+use super::targets::{
+    Targets, desired_into, finish_all, incremental, stagers, status, summary, targets, up_to_date,
+};
 use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
 use crate::diagnostic::Diagnostic;
@@ -192,7 +193,6 @@ fn streamed(
     opts: &BuildOptions,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Built, Failure> {
-    let project = &targets.project;
     let write = !opts.check;
     // Locked before anything is staged, in a fixed order (every set's
     // output directory, then the build directories that exist): what is
@@ -221,20 +221,12 @@ fn streamed(
         }
         locked.push(dir.clone());
     }
-    let stagers = plan::stream::Stagers(
-        targets
-            .sets
-            .iter()
-            .map(|s| {
-                Some(plan::stream::Stager::new(
-                    &s.output,
-                    &project.shown_dir(&s.output),
-                    cache.is_ok(),
-                    write,
-                ))
-            })
-            .collect(),
-    );
+    let mode = if write {
+        plan::stream::Mode::Stage
+    } else {
+        plan::stream::Mode::Plan
+    };
+    let stagers = stagers(targets, cache.is_ok(), mode);
     let desired = desired_into(cwd, inputs, targets, cache.is_ok(), Some(&stagers), fail);
     let (dests, read, state, warnings) = match desired {
         Ok(d) => d,
@@ -249,39 +241,15 @@ fn streamed(
         warn(&warnings, opts.color);
     }
     // Every plan before any write: a refusal anywhere writes nothing.
-    let mut stagers = stagers.0;
-    let mut plans = Vec::with_capacity(dests.len());
-    let mut refused = Vec::new();
-    for d in dests {
-        let staged = match d
-            .set
-            .and_then(|i| stagers.get_mut(i))
-            .and_then(Option::take)
-        {
-            Some(stager) => {
-                let streamed: HashSet<&str> = d.streamed.iter().map(String::as_str).collect();
-                stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
-            }
-            None => {
-                if write && !locked.contains(&d.dir) {
-                    // A build directory this build makes.
-                    match plan::lock(&d.dir) {
-                        Ok(l) => locks.push(l),
-                        Err(e) => {
-                            refused.push(e);
-                            continue;
-                        }
-                    }
-                    locked.push(d.dir.clone());
-                }
-                plan::plan(&d.dir, &d.shown, d.tree).map(|p| (p, None))
-            }
-        };
-        match staged {
-            Ok((plan, staged)) => plans.push((plan, d.shown, staged)),
-            Err(e) => refused.extend(e),
+    let mut stagers = stagers;
+    let (plans, refused) = finish_all(dests, &mut stagers, |d| {
+        if write && !locked.contains(&d.dir) {
+            // A build directory this build makes.
+            locks.push(plan::lock(&d.dir)?);
+            locked.push(d.dir.clone());
         }
-    }
+        Ok(())
+    });
     if !refused.is_empty() {
         drop(plans);
         drop(stagers);
@@ -289,11 +257,14 @@ fn streamed(
         return Err(fail(refused));
     }
     if !write {
-        let plans = plans.into_iter().map(|(p, shown, _)| (p, shown)).collect();
+        let plans = plans
+            .into_iter()
+            .map(|(p, shown, _, _)| (p, shown))
+            .collect();
         return Ok((plans, read, state, warnings));
     }
     let mut done = Vec::with_capacity(plans.len());
-    for (plan, shown, staged) in plans {
+    for (plan, shown, _, staged) in plans {
         match staged {
             Some(staged) => plan::stream::apply(&plan, staged),
             None => plan::apply(&plan),

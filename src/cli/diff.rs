@@ -3,8 +3,9 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{desired, incremental, targets};
+use super::targets::{desired_into, finish_all, incremental, stagers, targets};
 use super::{Color, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
+use crate::plan::stream::Mode;
 use crate::{cache, plan};
 
 /// `trainc diff`.
@@ -49,15 +50,22 @@ pub(super) fn diff(
             finish(stdout, plans, &warnings, format, stat)
         }
         Err(_) => {
-            let (dests, _, _, warnings) = desired(cwd, inputs, &targets, false, &fail)?;
+            // Each job's files compared as they are rendered: only those
+            // that change are kept.
+            let mut stagers = stagers(&targets, false, Mode::Keep);
+            let (dests, _, _, warnings) =
+                desired_into(cwd, inputs, &targets, false, Some(&stagers), &fail)?;
             if format != DiffFormat::Json {
                 warn(&warnings, color);
             }
-            let mut plans = Vec::new();
-            for d in dests {
-                let plan = plan::plan(&d.dir, &d.shown, d.tree).map_err(&fail)?;
-                plans.push((plan, d.shown, d.label_runs));
+            let (plans, refused) = finish_all(dests, &mut stagers, |_| Ok(()));
+            if !refused.is_empty() {
+                return Err(fail(refused));
             }
+            let plans = plans
+                .into_iter()
+                .map(|(plan, shown, label, _)| (plan, shown, label))
+                .collect();
             finish(stdout, plans, &warnings, format, stat)
         }
     }

@@ -1,11 +1,13 @@
 //! Where `build`, `build --check` and `diff` read and write: the project's
 //! output directories and their guards, and the status lines of their plans.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{Failure, Inputs, Output, plural};
 use crate::diagnostic::Diagnostic;
 use crate::load::project::Project;
+use crate::plan::stream::{Mode, Pending, Stager, Stagers};
 use crate::plan::{self, Op, Plan};
 use crate::{guard, pipeline};
 
@@ -207,18 +209,8 @@ pub(super) type Desired = (
 /// come first; build specs follow when the set writes them and there are
 /// any, or were. Also returns what was read and, when `record`, the state
 /// for the build cache.
-pub(super) fn desired(
-    cwd: &Path,
-    inputs: &Inputs,
-    targets: &Targets,
-    record: bool,
-    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<Desired, Failure> {
-    desired_into(cwd, inputs, targets, record, None, fail)
-}
-
-/// [`desired`], the jobs' files of the sets `sink` streams handed to it as
-/// they are rendered.
+/// With a `sink`, the jobs' files of the sets it streams are handed to it
+/// as they are rendered instead of kept in the trees.
 pub(super) fn desired_into(
     cwd: &Path,
     inputs: &Inputs,
@@ -273,6 +265,57 @@ pub(super) fn desired_into(
         }
     }
     Ok((dests, compiled.read, state, warnings))
+}
+
+/// A stager for each set's output directory (see [`crate::plan::stream`]).
+pub(super) fn stagers(targets: &Targets, hash: bool, mode: Mode) -> Stagers {
+    Stagers(
+        targets
+            .sets
+            .iter()
+            .map(|s| {
+                let shown = targets.project.shown_dir(&s.output);
+                Some(Stager::new(&s.output, &shown, hash, mode))
+            })
+            .collect(),
+    )
+}
+
+/// A directory's plan, how messages name it, whether `diff` labels its
+/// runs (see [`Dest::label_runs`]), and what was staged for it.
+pub(super) type Finished = (Plan, String, bool, Option<Pending>);
+
+/// Plans each directory: a set's manifests by the stager that took them,
+/// the rest in memory, after `before` (which may refuse) said yes. Every
+/// directory's plan, or every refusal of every directory.
+pub(super) fn finish_all(
+    dests: Vec<Dest>,
+    stagers: &mut Stagers,
+    mut before: impl FnMut(&Dest) -> Result<(), Diagnostic>,
+) -> (Vec<Finished>, Vec<Diagnostic>) {
+    let mut plans = Vec::with_capacity(dests.len());
+    let mut refused = Vec::new();
+    for d in dests {
+        let planned = match d
+            .set
+            .and_then(|i| stagers.0.get_mut(i))
+            .and_then(Option::take)
+        {
+            Some(stager) => {
+                let streamed: HashSet<&str> = d.streamed.iter().map(String::as_str).collect();
+                stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
+            }
+            None => match before(&d) {
+                Ok(()) => plan::plan(&d.dir, &d.shown, d.tree).map(|p| (p, None)),
+                Err(e) => Err(vec![e]),
+            },
+        };
+        match planned {
+            Ok((plan, staged)) => plans.push((plan, d.shown, d.label_runs, staged)),
+            Err(e) => refused.extend(e),
+        }
+    }
+    (plans, refused)
 }
 
 /// An incremental build, planned.

@@ -31,15 +31,24 @@ pub struct Taken {
     pub hash: Option<String>,
 }
 
+/// What a [`Stager`] does with the files it plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Stages those to write (`build`).
+    Stage,
+    /// Keeps only what becomes of each (`build --check`).
+    Plan,
+    /// Keeps the old and new bytes of those that change (`diff`).
+    Keep,
+}
+
 /// Plans and stages the files of one output directory as they come.
 pub struct Stager {
     root: PathBuf,
     shown: String,
     writer: Writer,
     hash: bool,
-    /// Whether files to write are staged (`build`), or only planned
-    /// (`build --check`).
-    stage: bool,
+    mode: Mode,
     inner: Mutex<Inner>,
 }
 
@@ -50,6 +59,10 @@ struct Inner {
     refused: Vec<Diagnostic>,
 }
 
+/// What becomes of a file, the file it replaces when its bytes are kept,
+/// and its staged copy.
+type Planned = (Op, Option<Vec<u8>>, Option<Staged>);
+
 /// The staged files of a finished [`Stager`], for [`apply`].
 pub struct Pending {
     writer: Writer,
@@ -58,16 +71,16 @@ pub struct Pending {
 
 impl Stager {
     /// A stager for `root`; `shown` is how messages name it. With `hash`,
-    /// the content hash of every file is computed as it is taken. With
-    /// `stage`, the files to write are staged, and `root` must exist (it is
-    /// locked: see [`super::lock`]); without, they are only planned.
-    pub fn new(root: &Path, shown: &str, hash: bool, stage: bool) -> Stager {
+    /// the content hash of every file is computed as it is taken. To
+    /// [`Mode::Stage`], `root` must exist (it is locked: see
+    /// [`super::lock`]).
+    pub fn new(root: &Path, shown: &str, hash: bool, mode: Mode) -> Stager {
         Stager {
             root: root.to_path_buf(),
             shown: shown.to_owned(),
             writer: Writer::new(Flush::streaming(root)),
             hash,
-            stage,
+            mode,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -87,18 +100,22 @@ impl Stager {
                 .then(|| crate::cache::snapshot::content_hash(&bytes));
             let len = bytes.len() as u64;
             match self.stage(&rel, &bytes, &mut checked) {
-                Ok((op, s)) => {
+                Ok((op, old, s)) => {
                     staged.extend(s);
+                    let keep = self.mode == Mode::Keep && op != Op::Unchanged;
+                    taken.push((rel.clone(), Taken { len, hash }));
                     changes.push(Change {
-                        path: rel.clone(),
+                        path: rel,
                         op,
-                        old: None,
-                        new: Vec::new(),
+                        old,
+                        new: if keep { bytes } else { Vec::new() },
                     });
                 }
-                Err(d) => refused.push(d),
+                Err(d) => {
+                    refused.push(d);
+                    taken.push((rel, Taken { len, hash }));
+                }
             }
-            taken.push((rel, Taken { len, hash }));
         }
         // A poisoned lock means another thread panicked, and the build with it.
         if let Ok(mut inner) = self.inner.lock() {
@@ -114,10 +131,12 @@ impl Stager {
         rel: &str,
         bytes: &[u8],
         checked: &mut HashSet<PathBuf>,
-    ) -> Result<(Op, Option<Staged>), Diagnostic> {
-        let (op, _) = classify(&self.root, &self.shown, rel, bytes, checked)?;
-        if !self.stage {
-            return Ok((op, None));
+    ) -> Result<Planned, Diagnostic> {
+        let (op, old) = classify(&self.root, &self.shown, rel, bytes, checked)?;
+        match self.mode {
+            Mode::Keep => return Ok((op, old, None)),
+            Mode::Plan => return Ok((op, None, None)),
+            Mode::Stage => {}
         }
         let target = self.root.join(rel);
         let staged = match op {
@@ -131,7 +150,7 @@ impl Stager {
             }
             Op::Delete | Op::Unchanged => None,
         };
-        Ok((op, staged))
+        Ok((op, None, staged))
     }
 
     /// Plans `rest`, the directory's files that were not streamed (its root
