@@ -15,7 +15,7 @@ use crate::emit::{self, Tree};
 pub mod stream;
 mod write;
 
-pub use write::apply;
+pub use write::{Ready, apply, stage};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Op {
@@ -459,13 +459,15 @@ impl Lock {
     /// locks before it knows whether the definitions are valid leaves no
     /// trace when they are not.
     pub fn release_unused(self) {
+        // Removed while still locked: a build waiting for the lock then
+        // finds, once it has it, that the directory is gone (see `lock`).
         let Lock { _dir, made } = self;
-        drop(_dir);
         for dir in made.iter().rev() {
             if fs::remove_dir(dir).is_err() {
                 break;
             }
         }
+        drop(_dir);
     }
 }
 
@@ -473,6 +475,25 @@ impl Lock {
 /// directory itself, so no lock file ever appears in the synced tree). Waits,
 /// saying so, when another build holds it.
 pub fn lock(root: &Path) -> Result<Lock, Diagnostic> {
+    let mut waited = false;
+    // A build that made the directory and failed removes it again (see
+    // [`Lock::release_unused`]): one that waited for it then holds a lock
+    // on a directory no longer there, and tries again. Each try but the
+    // last lost to a build that came and went.
+    for _ in 0..1000 {
+        if let Some(lock) = lock_once(root, &mut waited)? {
+            return Ok(lock);
+        }
+    }
+    Err(Diagnostic::new(format!(
+        "cannot lock {}: it is removed and made again, over and over",
+        root.display()
+    )))
+}
+
+/// One try of [`lock`]: `None` when the directory locked is no longer the
+/// one at `root`.
+fn lock_once(root: &Path, waited: &mut bool) -> Result<Option<Lock>, Diagnostic> {
     use rustix::fs::{FlockOperation, flock};
     let mut parents = std::collections::BTreeSet::new();
     write::make_dir(root, &mut parents).map_err(|e| io_error(root, "create directory", &e))?;
@@ -490,20 +511,32 @@ pub fn lock(root: &Path) -> Result<Lock, Diagnostic> {
         .chain((!parents.is_empty()).then(|| root.to_path_buf()))
         .collect();
     made.sort();
-    let dir = fs::File::open(root).map_err(|e| io_error(root, "open", &e))?;
+    let dir = match fs::File::open(root) {
+        Ok(d) => d,
+        // Removed since it was made: by a build that failed, as above.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(root, "open", &e)),
+    };
     match flock(&dir, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {}
         Err(rustix::io::Errno::WOULDBLOCK) => {
-            eprintln!(
-                "waiting for another trainc build to finish writing {}",
-                root.display()
-            );
+            if !*waited {
+                eprintln!(
+                    "waiting for another trainc build to finish writing {}",
+                    root.display()
+                );
+                *waited = true;
+            }
             flock(&dir, FlockOperation::LockExclusive)
                 .map_err(|e| io_error(root, "lock", &e.into()))?;
         }
         Err(e) => return Err(io_error(root, "lock", &e.into())),
     }
-    Ok(Lock { _dir: dir, made })
+    let same = match (rustix::fs::fstat(&dir), rustix::fs::stat(root)) {
+        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+        _ => false,
+    };
+    Ok(same.then_some(Lock { _dir: dir, made }))
 }
 
 #[cfg(test)]

@@ -163,3 +163,68 @@ fn few_descriptors_write_the_same_tree() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_tree(&deploy), read_tree(&fresh.path().join("d")));
 }
+
+/// A scratch copy of the variants fixture: four output directories (the
+/// project's, `cpu`'s and `staging`'s manifests, two build directories).
+fn variants() -> tempfile::TempDir {
+    scratch_example("variants")
+}
+
+/// `sh -c script` in `cwd`, with `$0` the trainc binary.
+fn shell(cwd: &Path, script: &str) -> std::process::Output {
+    Command::new("sh")
+        .current_dir(cwd)
+        .env("TRAINC_CACHE_DIR", common::cache_dir())
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_trainc"))
+        .output()
+        .expect("sh runs")
+}
+
+/// The descriptors a build keeps open for staged files are counted for the
+/// whole build, not per directory: with few, a build of several
+/// directories stages by name, and writes what it writes with many.
+#[test]
+fn several_directories_share_the_descriptor_budget() {
+    let dir = variants();
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = read_tree(dir.path());
+    let fresh = variants();
+    let o = shell(fresh.path(), "ulimit -n 48 && exec \"$0\" build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_tree(fresh.path()), want);
+}
+
+/// A full disk while staging the files of one directory leaves every
+/// directory as it was, the others included: nothing is put in place
+/// before every directory's files are staged. Needs a user namespace to
+/// mount a small tmpfs; skipped (saying so) where there is none.
+#[test]
+fn a_full_disk_anywhere_writes_nothing_anywhere() {
+    let dir = variants();
+    fs::create_dir(dir.path().join("build-cpu")).expect("mkdir");
+    let before = read_tree(dir.path());
+    let o = shell(
+        dir.path(),
+        "unshare -rm sh -c 'mount -t tmpfs -o size=4k tmpfs build-cpu || exit 77; exec \"$0\" build' \"$0\"",
+    );
+    if o.status.code() == Some(77) || stderr(&o).contains("unshare") {
+        eprintln!(
+            "skipped: no user namespace to mount a tmpfs in: {}",
+            stderr(&o)
+        );
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("No space left on device"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read_tree(dir.path()), before, "{}", stderr(&o));
+    for d in ["deploy", "build", "deploy-cpu", "deploy-staging"] {
+        assert!(!dir.path().join(d).exists(), "{d} was made");
+    }
+}

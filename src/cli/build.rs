@@ -93,8 +93,13 @@ pub(super) fn build(
                 warn(&p.warnings, color);
             }
             if !check {
+                // Every directory staged before any is linked in.
+                let mut ready = Vec::with_capacity(p.plans.len());
                 for (plan, _) in &p.plans {
-                    plan::apply(plan).map_err(&fail)?;
+                    ready.push(plan::stage(plan).map_err(&fail)?);
+                }
+                for r in ready {
+                    r.link().map_err(&fail)?;
                 }
                 // Still locked: the snapshot is of this build's output.
                 record(&cache, &req, &p.read, &p.state, &p.plans, verbose);
@@ -263,14 +268,27 @@ fn streamed(
             .collect();
         return Ok((plans, read, state, warnings));
     }
+    // Every directory's files staged before any is linked in: a full disk
+    // anywhere changes nothing.
+    let mut ready = Vec::with_capacity(plans.len());
     let mut done = Vec::with_capacity(plans.len());
     for (plan, shown, _, staged) in plans {
+        let staged = match staged {
+            Some(staged) => plan::stream::stage(&plan, staged),
+            None => plan::stage(&plan),
+        };
         match staged {
-            Some(staged) => plan::stream::apply(&plan, staged),
-            None => plan::apply(&plan),
+            Ok(r) => ready.push(r),
+            Err(e) => {
+                drop(ready);
+                release(locks);
+                return Err(fail(e));
+            }
         }
-        .map_err(fail)?;
         done.push((plan, shown));
+    }
+    for r in ready {
+        r.link().map_err(fail)?;
     }
     // Still locked: the snapshot is of this build's output.
     record(cache, req, &read, &state, &done, opts.verbose);

@@ -17,6 +17,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::write::{Flush, Staged, Writer};
 use super::{Change, Op, Plan, classify, prune};
@@ -49,6 +50,8 @@ pub struct Stager {
     writer: Writer,
     hash: bool,
     mode: Mode,
+    /// Set at the first error writing a staged file.
+    failing: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -56,12 +59,24 @@ pub struct Stager {
 struct Inner {
     changes: Vec<Change>,
     staged: Vec<Staged>,
-    refused: Vec<Diagnostic>,
+    /// Refusals, by the path they are about.
+    refused: Vec<(String, Diagnostic)>,
+    /// The first error writing a staged file (a full disk), in path order
+    /// among those met: once there is one, nothing more is staged.
+    failed: Option<(String, Diagnostic)>,
 }
 
 /// What becomes of a file, the file it replaces when its bytes are kept,
 /// and its staged copy.
 type Planned = (Op, Option<Vec<u8>>, Option<Staged>);
+
+/// Why a file was not planned or not staged.
+enum Failure {
+    /// The plan refuses it (a file of somebody else's in the way, …).
+    Refused(Diagnostic),
+    /// Writing its staged copy failed.
+    Write(Diagnostic),
+}
 
 /// The staged files of a finished [`Stager`], for [`apply`].
 pub struct Pending {
@@ -81,6 +96,7 @@ impl Stager {
             writer: Writer::new(Flush::streaming(root)),
             hash,
             mode,
+            failing: AtomicBool::new(false),
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -93,17 +109,18 @@ impl Stager {
         let mut changes = Vec::with_capacity(files.len());
         let mut staged = Vec::new();
         let mut refused = Vec::new();
+        let mut failed = None;
         let mut taken = Vec::with_capacity(files.len());
         for (rel, bytes) in files {
             let hash = self
                 .hash
                 .then(|| crate::cache::snapshot::content_hash(&bytes));
             let len = bytes.len() as u64;
+            taken.push((rel.clone(), Taken { len, hash }));
             match self.stage(&rel, &bytes, &mut checked) {
                 Ok((op, old, s)) => {
                     staged.extend(s);
                     let keep = self.mode == Mode::Keep && op != Op::Unchanged;
-                    taken.push((rel.clone(), Taken { len, hash }));
                     changes.push(Change {
                         path: rel,
                         op,
@@ -111,9 +128,10 @@ impl Stager {
                         new: if keep { bytes } else { Vec::new() },
                     });
                 }
-                Err(d) => {
-                    refused.push(d);
-                    taken.push((rel, Taken { len, hash }));
+                Err(Failure::Refused(d)) => refused.push((rel, d)),
+                Err(Failure::Write(d)) => {
+                    self.failing.store(true, Ordering::Relaxed);
+                    failed.get_or_insert((rel, d));
                 }
             }
         }
@@ -122,6 +140,11 @@ impl Stager {
             inner.changes.append(&mut changes);
             inner.staged.append(&mut staged);
             inner.refused.append(&mut refused);
+            if let Some((rel, d)) = failed
+                && inner.failed.as_ref().is_none_or(|(first, _)| rel < *first)
+            {
+                inner.failed = Some((rel, d));
+            }
         }
         taken
     }
@@ -131,22 +154,33 @@ impl Stager {
         rel: &str,
         bytes: &[u8],
         checked: &mut HashSet<PathBuf>,
-    ) -> Result<Planned, Diagnostic> {
-        let (op, old) = classify(&self.root, &self.shown, rel, bytes, checked)?;
+    ) -> Result<Planned, Failure> {
+        let (op, old) =
+            classify(&self.root, &self.shown, rel, bytes, checked).map_err(Failure::Refused)?;
         match self.mode {
             Mode::Keep => return Ok((op, old, None)),
             Mode::Plan => return Ok((op, None, None)),
+            // After a full disk, only what is refused matters.
+            Mode::Stage if self.failing.load(Ordering::Relaxed) => return Ok((op, None, None)),
             Mode::Stage => {}
         }
         let target = self.root.join(rel);
         let staged = match op {
             Op::Create => {
                 let dir = nearest(&self.root, rel, checked);
-                Some(self.writer.stage_in(&dir, target, bytes, true)?)
+                Some(
+                    self.writer
+                        .stage_in(&dir, target, bytes, true)
+                        .map_err(Failure::Write)?,
+                )
             }
             Op::Update => {
                 let dir = super::write::parent(&target).to_path_buf();
-                Some(self.writer.stage_in(&dir, target, bytes, false)?)
+                Some(
+                    self.writer
+                        .stage_in(&dir, target, bytes, false)
+                        .map_err(Failure::Write)?,
+                )
             }
             Op::Delete | Op::Unchanged => None,
         };
@@ -174,17 +208,22 @@ impl Stager {
             mut changes,
             staged,
             mut refused,
+            failed,
         } = inner.into_inner().unwrap_or_default();
         let mut checked = HashSet::new();
         for (rel, new) in rest {
-            match super::plan_file(&root, &shown, rel, new, &mut checked) {
+            match super::plan_file(&root, &shown, rel.clone(), new, &mut checked) {
                 Ok(c) => changes.push(c),
-                Err(d) => refused.push(d),
+                Err(d) => refused.push((rel, d)),
             }
         }
+        // In path order, as `plan` reports them, whatever the threads did.
         if !refused.is_empty() {
-            refused.sort_by_key(Diagnostic::title);
-            return Err(refused);
+            refused.sort_by(|a, b| a.0.cmp(&b.0));
+            return Err(refused.into_iter().map(|(_, d)| d).collect());
+        }
+        if let Some((_, d)) = failed {
+            return Err(vec![d]);
         }
         // This build's own temporary files are not an interrupted one's.
         let temps: Vec<String> = staged
@@ -217,11 +256,11 @@ fn nearest(root: &Path, rel: &str, checked: &HashSet<PathBuf>) -> PathBuf {
     dir
 }
 
-/// Writes a streamed plan: links in what was staged, writes the rest, and
-/// prunes (see [`super::apply`]).
-pub fn apply(plan: &Plan, pending: Pending) -> Result<(), Vec<Diagnostic>> {
+/// Stages the rest of a streamed plan (see [`super::stage`]), with what
+/// was staged as the files were rendered.
+pub fn stage(plan: &Plan, pending: Pending) -> Result<super::Ready, Vec<Diagnostic>> {
     let Pending { writer, staged } = pending;
-    writer.apply_with(plan, staged)
+    writer.stage_plan(plan, staged)
 }
 
 /// The stagers of a build's sets, by set: the [`crate::pipeline::Sink`]

@@ -3,30 +3,35 @@
 //! complete self, and when [`apply`] returns, what it wrote is durable,
 //! without flushing what other programs wrote to the same file system.
 //!
-//! The order, each step over all files before the next:
+//! The order, each step over all files (of every directory a build writes)
+//! before the next:
 //!
-//! 1. the directories new files need are made;
-//! 2. each new content is staged, in parallel over the cores: written to a
-//!    temporary file in its target directory (on Linux an unnamed `O_TMPFILE`
-//!    one for a file that does not exist yet), and its flush started
-//!    ([`Flush`]);
-//! 3. the flushes are awaited, then each temporary file is linked in at its
-//!    target: renamed over it, or, unnamed, given its name by `linkat`, which
-//!    is one directory operation instead of a create and a rename, and as
-//!    atomic, since the file is complete before it has a name;
+//! 1. each new content is staged, in parallel over the cores: written to a
+//!    temporary file in its target directory, or in the nearest directory
+//!    above it that exists when its own is yet to be made (on Linux an
+//!    unnamed `O_TMPFILE` one for a file that does not exist yet), and its
+//!    flush started ([`Flush`]); a streaming build ([`super::stream`])
+//!    stages most files this way while it renders them;
+//! 2. the flushes are awaited ([`Writer::stage_plan`] returns a [`Ready`]);
+//! 3. the directories new files need are made, and each temporary file is
+//!    linked in at its target ([`Ready::link`]): renamed over it, or,
+//!    unnamed, given its name by `linkat`, which is one directory operation
+//!    instead of a create and a rename, and as atomic, since the file is
+//!    complete before it has a name;
 //! 4. the owned files no longer generated are deleted, with the directories
 //!    this leaves empty;
 //! 5. the directories whose entries changed are flushed.
 //!
 //! Nothing is linked in before every file is staged: an error while staging
-//! (a full disk) removes the temporary files and leaves every target as it
-//! was.
+//! (a full disk) removes the temporary files and leaves every target, and
+//! every directory, as it was.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::{Change, Op, Plan, TEMP_PREFIX, TEMP_SUFFIX, io_error};
 use crate::diagnostic::Diagnostic;
@@ -104,10 +109,14 @@ impl Flush {
         }
     }
 
-    /// What [`Flush::Deferred`] becomes with `files` staged.
+    /// What [`Flush::Deferred`] becomes with `files` staged. Off Linux it
+    /// is always [`Flush::EachFile`]: `sync(2)` may return there before
+    /// anything is written.
     fn settle(self, files: usize) -> Flush {
         match self {
-            Flush::Deferred if files <= EACH_FILE_MAX => Flush::EachFile,
+            Flush::Deferred if files <= EACH_FILE_MAX || cfg!(not(target_os = "linux")) => {
+                Flush::EachFile
+            }
             Flush::Deferred => Flush::WholeFs,
             other => other,
         }
@@ -119,11 +128,14 @@ impl Flush {
 /// touched, so their mtimes stay. On an error while staging, the temporary
 /// files are removed and no target has changed.
 pub fn apply(plan: &Plan) -> Result<(), Vec<Diagnostic>> {
+    stage(plan)?.link()
+}
+
+/// The first half of [`apply`]: every file staged, nothing in place yet. A
+/// build stages every directory's plan before it links any.
+pub fn stage(plan: &Plan) -> Result<Ready, Vec<Diagnostic>> {
     let files = plan.pending().filter(|c| c.op != Op::Delete).count();
-    if plan.is_noop() {
-        return Ok(());
-    }
-    Writer::new(Flush::choose(&plan.root, files)).apply(plan)
+    Writer::new(Flush::choose(&plan.root, files)).stage_plan(plan, Vec::new())
 }
 
 /// One build's write phase: shared by the threads that stage files.
@@ -132,12 +144,9 @@ pub(super) struct Writer {
     /// Whether new files may still be staged unnamed; the first refusal by
     /// the file system clears it.
     unnamed: AtomicBool,
-    /// How many more staged files may stay open until they are linked in.
-    /// An unnamed file must (closed, it is gone), and batch flushing waits
-    /// on the open file; a named one past the budget is closed and opened
-    /// again to wait. Half the soft limit on open files, so that a build of
-    /// tens of thousands of files never runs out.
-    budget: AtomicUsize,
+    /// How many more staged files may stay open until they are linked in:
+    /// [`budget`], shared by every writer of the build.
+    budget: Arc<AtomicUsize>,
     #[cfg(test)]
     fault: tests::Fault,
 }
@@ -176,63 +185,124 @@ pub(super) fn parent(path: &Path) -> &Path {
     }
 }
 
+/// How many staged files may stay open at once in this process, until they
+/// are linked in. An unnamed file must (closed, it is gone), and batch
+/// flushing waits on the open file; a named one past the budget is closed
+/// and opened again to wait. Half the soft limit on open files, less what
+/// reading and walking need, shared by every directory a build writes, so
+/// that a build of tens of thousands of files never runs out.
+fn budget() -> Arc<AtomicUsize> {
+    static BUDGET: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    BUDGET
+        .get_or_init(|| {
+            let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            let half = soft.map_or(1 << 16, |n| n / 2).min(1 << 16);
+            let n = usize::try_from(half)
+                .unwrap_or(1 << 16)
+                .saturating_sub(RESERVE);
+            reserve_descriptors(n);
+            Arc::new(AtomicUsize::new(n))
+        })
+        .clone()
+}
+
+/// Descriptors kept for everything but staged files: the build contexts
+/// walked, the definitions and old files read, the locks.
+const RESERVE: usize = 64;
+
+/// Grows the process's descriptor table to hold `n` more open files at
+/// once, before any staging thread starts. Grown while threads share it,
+/// the table waits for an RCU grace period each time it doubles (which made
+/// a 19,000-file build on tmpfs half again slower); grown here, it grows
+/// once, with no thread to wait for. Best effort: at worst it grows later.
+fn reserve_descriptors(n: usize) {
+    if n < 64 {
+        return;
+    }
+    let Ok(dir) = fs::File::open(".") else {
+        return;
+    };
+    let slot = i32::try_from(n.saturating_add(RESERVE)).unwrap_or(i32::MAX);
+    // The table covers the new descriptor; closing it leaves it so.
+    let _ = rustix::io::fcntl_dupfd_cloexec(&dir, slot);
+}
+
+/// A plan whose files are all staged, flushed as the file system needs
+/// before any is linked in: [`Ready::link`] puts them in place. Dropped
+/// instead, it removes what it staged and no target has changed.
+pub struct Ready {
+    root: PathBuf,
+    flush: Flush,
+    staged: Vec<Staged>,
+    deletions: Vec<String>,
+}
+
 impl Writer {
     pub(super) fn new(flush: Flush) -> Writer {
-        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-        let budget = soft.map_or(1 << 16, |n| n / 2).min(1 << 16);
         Writer {
             flush,
             // Linking an unnamed file names it through /proc.
             unnamed: AtomicBool::new(
                 cfg!(target_os = "linux") && Path::new("/proc/self/fd").is_dir(),
             ),
-            budget: AtomicUsize::new(usize::try_from(budget).unwrap_or(usize::MAX)),
+            budget: budget(),
             #[cfg(test)]
             fault: tests::Fault::default(),
         }
     }
 
+    #[cfg(test)]
     pub(super) fn apply(&self, plan: &Plan) -> Result<(), Vec<Diagnostic>> {
-        self.apply_with(plan, Vec::new())
+        self.stage_plan(plan, Vec::new())?.link()
     }
 
-    /// [`Writer::apply`], where `early` holds files staged beforehand (by
-    /// [`super::stream::Stager`]) for some of the plan's changes: those are
-    /// linked in, not staged again.
-    pub(super) fn apply_with(
+    /// Stages every file `plan` writes and flushes them as the file system
+    /// needs, making no directory: `early` holds files staged beforehand (by
+    /// [`super::stream::Stager`]) for some of the plan's changes, which are
+    /// not staged again. A new file whose directory does not exist yet is
+    /// staged in the nearest one above it that does (the root, which is
+    /// made if missing, at worst).
+    pub(super) fn stage_plan(
         &self,
         plan: &Plan,
         early: Vec<Staged>,
-    ) -> Result<(), Vec<Diagnostic>> {
+    ) -> Result<Ready, Vec<Diagnostic>> {
         let root = plan.root.as_path();
         let done: HashSet<&Path> = early.iter().map(|s| s.target.as_path()).collect();
-        let targets: Vec<PathBuf> = plan
+        let writes: Vec<(&Change, PathBuf)> = plan
             .pending()
             .filter(|c| matches!(c.op, Op::Create | Op::Update))
-            .map(|c| root.join(&c.path))
-            .collect();
-        let writes: Vec<(&Change, &PathBuf)> = plan
-            .pending()
-            .filter(|c| matches!(c.op, Op::Create | Op::Update))
-            .zip(&targets)
+            .map(|c| (c, root.join(&c.path)))
             .filter(|(_, t)| !done.contains(t.as_path()))
             .collect();
-        let deletions: Vec<&Change> = plan.pending().filter(|c| c.op == Op::Delete).collect();
-        // Directories whose entries change, to flush at the end.
-        let mut dirs = BTreeSet::new();
-        let mut seen = HashSet::new();
-        for target in &targets {
-            let dir = parent(target).to_path_buf();
-            if seen.insert(dir.clone()) {
-                make_dir(&dir, &mut dirs)
-                    .map_err(|e| vec![io_error(&dir, "create directory", &e)])?;
-                dirs.insert(dir);
-            }
-        }
         drop(done);
+        let mut made = BTreeSet::new();
+        if !writes.is_empty() {
+            make_dir(root, &mut made).map_err(|e| vec![io_error(root, "create directory", &e)])?;
+        }
+        // Where each new file is staged: its directory, or the nearest above.
+        let mut nearest: std::collections::HashMap<PathBuf, PathBuf> =
+            std::collections::HashMap::new();
+        let mut dirs = Vec::with_capacity(writes.len());
+        for (_, target) in &writes {
+            let dir = parent(target);
+            let staging = match nearest.get(dir) {
+                Some(d) => d.clone(),
+                None => {
+                    let mut d = dir;
+                    while d != root && !fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
+                        d = parent(d);
+                    }
+                    nearest.insert(dir.to_path_buf(), d.to_path_buf());
+                    d.to_path_buf()
+                }
+            };
+            dirs.push(staging);
+        }
+        let jobs: Vec<(&(&Change, PathBuf), &PathBuf)> = writes.iter().zip(&dirs).collect();
         let mut staged = early;
-        staged.extend(all(par::map(&writes, |(c, target)| {
-            self.stage(target.to_path_buf(), &c.new, c.op == Op::Create)
+        staged.extend(all(par::map(&jobs, |((c, target), dir)| {
+            self.stage_in(dir, target.clone(), &c.new, c.op == Op::Create)
         }))?);
         let flush = self.flush.settle(staged.len());
         match flush {
@@ -249,28 +319,16 @@ impl Writer {
             Flush::WholeFs => syncfs(root).map_err(|d| vec![d])?,
             Flush::Volatile | Flush::EachFile | Flush::Deferred => {}
         }
-        all(par::map_owned(staged, Staged::link))?;
-        // Pruning comes last: until every new file is in place, the old ones
-        // keep the tree complete.
-        let mut removed = HashSet::new();
-        for r in all(par::map(&deletions, |c| {
-            remove_beneath(root, &c.path).map_err(|e| io_error(&root.join(&c.path), "delete", &e))
-        }))? {
-            dirs.extend(r.changed);
-            removed.extend(r.removed);
-        }
-        match flush {
-            Flush::Volatile => Ok(()),
-            Flush::WholeFs | Flush::Deferred => syncfs(root).map_err(|d| vec![d]),
-            Flush::Batch | Flush::EachFile => {
-                let dirs: Vec<PathBuf> =
-                    dirs.into_iter().filter(|d| !removed.contains(d)).collect();
-                all(par::map(&dirs, |d| {
-                    sync_dir(d).map_err(|e| io_error(d, "flush", &e))
-                }))
-                .map(drop)
-            }
-        }
+        Ok(Ready {
+            root: root.to_path_buf(),
+            flush,
+            staged,
+            deletions: plan
+                .pending()
+                .filter(|c| c.op == Op::Delete)
+                .map(|c| c.path.clone())
+                .collect(),
+        })
     }
 
     /// Takes one open file from the budget, if any is left.
@@ -280,14 +338,9 @@ impl Writer {
             .is_ok()
     }
 
-    /// Writes `bytes` to a temporary file for `target` and starts its flush.
-    /// `new`: the target does not exist, so the file may be unnamed.
-    fn stage(&self, target: PathBuf, bytes: &[u8], new: bool) -> Result<Staged, Diagnostic> {
-        let dir = parent(&target).to_path_buf();
-        self.stage_in(&dir, target, bytes, new)
-    }
-
-    /// [`Writer::stage`], the temporary file in `dir`: the target's
+    /// Writes `bytes` to a temporary file for `target` and starts its flush;
+    /// `new`: the target does not exist, so the file may be unnamed. The
+    /// temporary file is in `dir`: the target's
     /// directory or, for a new file whose directory is yet to be made, the
     /// nearest one above it that exists, on the same file system (`linkat`
     /// and `rename` move a file between directories of one).
@@ -439,6 +492,54 @@ impl Staged {
                 io_error(&target, if new { "create" } else { "replace" }, &e)
             }
         })
+    }
+}
+
+impl Ready {
+    /// Makes the directories the new files need, puts every staged file in
+    /// place, deletes what the plan prunes (with the directories this leaves
+    /// empty), and flushes the directories whose entries changed.
+    pub fn link(self) -> Result<(), Vec<Diagnostic>> {
+        let Ready {
+            root,
+            flush,
+            staged,
+            deletions,
+        } = self;
+        let root = root.as_path();
+        // Directories whose entries change, to flush at the end.
+        let mut dirs = BTreeSet::new();
+        let mut seen = HashSet::new();
+        for s in &staged {
+            let dir = parent(&s.target);
+            if seen.insert(dir.to_path_buf()) {
+                make_dir(dir, &mut dirs)
+                    .map_err(|e| vec![io_error(dir, "create directory", &e)])?;
+                dirs.insert(dir.to_path_buf());
+            }
+        }
+        all(par::map_owned(staged, Staged::link))?;
+        // Pruning comes last: until every new file is in place, the old ones
+        // keep the tree complete.
+        let mut removed = HashSet::new();
+        for r in all(par::map(&deletions, |rel| {
+            remove_beneath(root, rel).map_err(|e| io_error(&root.join(rel), "delete", &e))
+        }))? {
+            dirs.extend(r.changed);
+            removed.extend(r.removed);
+        }
+        match flush {
+            Flush::Volatile => Ok(()),
+            Flush::WholeFs | Flush::Deferred => syncfs(root).map_err(|d| vec![d]),
+            Flush::Batch | Flush::EachFile => {
+                let dirs: Vec<PathBuf> =
+                    dirs.into_iter().filter(|d| !removed.contains(d)).collect();
+                all(par::map(&dirs, |d| {
+                    sync_dir(d).map_err(|e| io_error(d, "flush", &e))
+                }))
+                .map(drop)
+            }
+        }
     }
 }
 
@@ -776,7 +877,9 @@ mod tests {
     }
 
     fn writer(flush: Flush, unnamed: bool) -> Writer {
-        let w = Writer::new(flush);
+        let mut w = Writer::new(flush);
+        // Each test its own, as the shared one is the whole process's.
+        w.budget = Arc::new(AtomicUsize::new(1 << 10));
         w.unnamed
             .store(unnamed && cfg!(target_os = "linux"), Ordering::Relaxed);
         w
