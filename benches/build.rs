@@ -369,21 +369,28 @@ impl Project {
         &self.scratch.0
     }
 
-    /// `trainc <args> jobs -o <out>` with its cache in `cache`, which must
-    /// exit with `code`.
+    /// `trainc <args>` as a user runs it, into the project's own output
+    /// directory, which the project file names `out` (rewritten, untimed,
+    /// when it named another), with its cache in `cache`; it must exit with
+    /// `code`. The project's own directory, not `-o`: only there does a
+    /// build also look for YAML its kustomization does not list.
     fn trainc(&self, args: &[&str], out: &str, cache: &str, code: i32) -> Sample {
         let dir = self.dir();
+        let project = PROJECT.replace("output: deploy", &format!("output: {out}"));
+        let file = dir.join("trainc.yaml");
+        if fs::read_to_string(&file).ok().as_deref() != Some(project.as_str()) {
+            fs::write(&file, project).expect("cannot write trainc.yaml");
+        }
         let (sample, got) = measure(
             Command::new(TRAINC)
                 .current_dir(dir)
                 .env("TRAINC_CACHE_DIR", dir.join(cache))
                 .args(args)
-                .args(["jobs", "-o", out])
                 .stdout(Stdio::null()),
         );
         assert_eq!(
             got, code,
-            "trainc {args:?} -o {out} exited {got}, not {code}; its stderr is above"
+            "trainc {args:?} into {out} exited {got}, not {code}; its stderr is above"
         );
         sample
     }
