@@ -10,7 +10,7 @@
 //! or, for a directory yet to be made, in the nearest one above it, which
 //! the locked output root always is. Nothing gets a name a reader could
 //! see until [`Stager::finish`] has planned every file and found no
-//! refusal, and [`apply`] links them in: a build that fails on the way
+//! refusal, and [`stage`] and [`super::Ready::link`] put them in place: a build that fails on the way
 //! (a refusal, a file over a limit, a finding about another directory)
 //! drops the staged files, and every target is as it was.
 
@@ -78,7 +78,7 @@ enum Failure {
     Write(Diagnostic),
 }
 
-/// The staged files of a finished [`Stager`], for [`apply`].
+/// The staged files of a finished [`Stager`], for [`stage`].
 pub struct Pending {
     writer: Writer,
     staged: Vec<Staged>,
