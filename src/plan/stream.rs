@@ -10,9 +10,10 @@
 //! or, for a directory yet to be made, in the nearest one above it, which
 //! the locked output root always is. Nothing gets a name a reader could
 //! see until [`Stager::finish`] has planned every file and found no
-//! refusal, and [`stage`] and [`super::Ready::link`] put them in place: a build that fails on the way
-//! (a refusal, a file over a limit, a finding about another directory)
-//! drops the staged files, and every target is as it was.
+//! refusal, [`stage`] has staged the rest of every directory, and
+//! [`super::Ready::link`] puts them in place: a build that fails on the way
+//! (a refusal, a file over a limit, a finding about another directory, a
+//! full disk) drops the staged files, and every target is as it was.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
