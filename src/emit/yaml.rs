@@ -942,7 +942,19 @@ impl Scan {
     fn of(s: &str) -> Scan {
         let b = s.as_bytes();
         // One cheap pass over every byte; the rarer classes get a second look.
-        let classes = b.iter().fold(0, |acc, &c| acc | CLASSES[c as usize]);
+        let class = |c: &u8| CLASSES[usize::from(*c)];
+        let mut chunks = b.chunks_exact(8);
+        let mut classes = chunks.by_ref().fold(0, |acc, c| {
+            acc | class(&c[0])
+                | class(&c[1])
+                | class(&c[2])
+                | class(&c[3])
+                | class(&c[4])
+                | class(&c[5])
+                | class(&c[6])
+                | class(&c[7])
+        });
+        classes |= chunks.remainder().iter().fold(0, |acc, c| acc | class(c));
         let mut scan = Scan {
             escape: classes & ESCAPE != 0,
             newline: classes & NEWLINE != 0,
@@ -1028,7 +1040,9 @@ fn block_char(c: char) -> bool {
 /// Whether a reader resolving plain scalars could read `s` as something
 /// other than this string (or reject it): null, a boolean, a number, and,
 /// unless `yaml_12`, YAML 1.1's booleans (`yes`, `on`, `y`), sexagesimals,
-/// timestamps and the merge and value keys.
+/// timestamps and the merge and value keys. Only asked about strings
+/// without white space at their ends ([`plain_edges`] rules those out), so
+/// it does not trim as YAML 1.1 readers do before matching a boolean.
 fn ambiguous(s: &str, yaml_12: bool) -> bool {
     let b = s.as_bytes();
     let Some(&first) = b.first() else {
@@ -1042,10 +1056,14 @@ fn ambiguous(s: &str, yaml_12: bool) -> bool {
             return true;
         }
     }
-    if b.len() > 5 {
-        // Every word below is at most five bytes. (YAML 1.1 booleans are
-        // compared after trimming ASCII white space, but a string with white
-        // space at an end is never plain: `plain_edges`.)
+    // Every word below is at most five bytes and starts with one of these,
+    // in either case.
+    if b.len() > 5
+        || !matches!(
+            first.to_ascii_lowercase(),
+            b'n' | b't' | b'f' | b'i' | b'+' | b'-' | b'~' | b'y' | b'o' | b'<' | b'='
+        )
+    {
         return false;
     }
     const WORDS: [&str; 8] = ["null", "true", "false", "nan", "inf", "+inf", "-inf", "~"];
@@ -1056,11 +1074,9 @@ fn ambiguous(s: &str, yaml_12: bool) -> bool {
 }
 
 fn yaml_11_bool(s: &str) -> bool {
-    let t = s.trim_matches([' ', '\t', '\r', '\n']);
-    t.len() <= 5
-        && ["true", "yes", "y", "on", "false", "no", "n", "off"]
-            .iter()
-            .any(|w| t.eq_ignore_ascii_case(w))
+    ["true", "yes", "y", "on", "false", "no", "n", "off"]
+        .iter()
+        .any(|w| s.eq_ignore_ascii_case(w))
 }
 
 fn strip_sign(s: &str) -> &str {
