@@ -960,7 +960,7 @@ impl Scan {
             newline: classes & NEWLINE != 0,
             block_safe: classes & NOT_IN_BLOCK == 0,
             colon: classes & COLON != 0,
-            colon_space: classes & COLON != 0 && b.windows(2).any(|w| w == b": "),
+            colon_space: classes & COLON != 0 && s.contains(": "),
             flow: classes & FLOW != 0,
             comment: false,
         };
@@ -997,8 +997,9 @@ impl Scan {
             && !self.colon
             && !self.flow
             && plain_edges(s)
+            // And not `ambiguous(s, true)`, which serde-saphyr also checks
+            // for keys: whatever YAML 1.2 resolves, YAML 1.1 does too.
             && !ambiguous(s, false)
-            && !ambiguous(s, true)
     }
 }
 
@@ -1087,6 +1088,15 @@ fn strip_sign(s: &str) -> &str {
 /// that overflows is still a number to a resolver).
 fn numeric(s: &str, yaml_12: bool) -> bool {
     let unsigned = strip_sign(s);
+    // Every spelling below starts, past one sign, with a digit, `.` or `_`
+    // (command-line flags, `--x_y`, are common and stop here).
+    if !unsigned
+        .as_bytes()
+        .first()
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'_'))
+    {
+        return false;
+    }
     if unsigned.eq_ignore_ascii_case(".inf") || unsigned.eq_ignore_ascii_case(".nan") {
         return true;
     }
