@@ -222,7 +222,7 @@ impl Cache {
             .take()
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, &record, files, sources, &library, sets)
+        incremental::compile(req, record, files, sources, &library, sets)
     }
 
     /// The record (or the part of it `T` reads), when there is one of this
@@ -245,7 +245,7 @@ impl Cache {
         &self,
         req: &Request,
         read: &Read,
-        state: &State,
+        state: &mut State,
         plans: &[&Plan],
     ) -> Result<(), String> {
         let key = req
@@ -260,6 +260,54 @@ impl Cache {
         }
         // What each directory now holds, as the plans wrote it.
         let mut written: Vec<(&Path, HashMap<&str, String>)> = Vec::new();
+        let mut outputs = Vec::new();
+        if !state.walked.is_empty() {
+            // An incremental build: each directory as its plan's walk saw
+            // it, and what the plan did to it.
+            for dir in req.dirs() {
+                let plan = plans.iter().find(|p| p.root == dir);
+                let entries = match (state.walked.remove(&dir), plan) {
+                    (Some(Some(before)), Some(plan)) => Some(
+                        snapshot::after(&dir, before, plan, self.started)
+                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
+                    ),
+                    (Some(Some(_)), None) => {
+                        return Err(format!("{} was not planned", shown(req, &dir)));
+                    }
+                    // Not there before the build, nor planned: not there now,
+                    // or the next check finds it.
+                    (Some(None) | None, _) if plan.is_none_or(|p| p.changes.is_empty()) => {
+                        snapshot::take(&dir, self.started, |rel, _| {
+                            Err(std::io::Error::other(format!(
+                                "{rel} appeared while the build ran"
+                            )))
+                        })
+                        .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
+                    }
+                    (Some(None) | None, _) => {
+                        snapshot::after(&dir, Vec::new(), plan.ok_or("internal")?, self.started)
+                            .map(Some)
+                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
+                    }
+                };
+                outputs.push((dir, entries));
+            }
+            let dests = plans
+                .iter()
+                .map(|p| {
+                    let files = p.changes.iter().filter(|c| c.op != Op::Delete).count();
+                    (p.root.clone(), files)
+                })
+                .collect();
+            return self.write(&Record {
+                format: FORMAT,
+                key,
+                contexts: read.contexts.clone(),
+                dests,
+                outputs,
+                files: Self::files(req, read, state),
+            });
+        }
         for p in plans {
             let known = state.hashes.get(&p.root);
             let mut files = HashMap::new();
@@ -277,7 +325,6 @@ impl Cache {
             }
             written.push((p.root.as_path(), files));
         }
-        let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
             // Its own files are not read back. Any other file must be one the
@@ -327,14 +374,18 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
-            files: state.sources.as_ref().and_then(|sources| {
-                Some(incremental::Files {
-                    global: req.global_key(&read.library)?,
-                    sources: sources.clone(),
-                })
-            }),
+            files: Self::files(req, read, state),
         };
         self.write(&record)
+    }
+
+    fn files(req: &Request, read: &Read, state: &State) -> Option<incremental::Files> {
+        state.sources.as_ref().and_then(|sources| {
+            Some(incremental::Files {
+                global: req.global_key(&read.library)?,
+                sources: sources.clone(),
+            })
+        })
     }
 
     /// The record, when there is one this user can trust: in a records
@@ -567,7 +618,7 @@ mod tests {
         };
         fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
                     .into()
@@ -577,14 +628,14 @@ mod tests {
         fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
         assert!(
             cache
-                .save(&req, &read, &State::default(), &[&plan])
+                .save(&req, &read, &mut State::default(), &[&plan])
                 .is_err(),
             "temporary file"
         );
         fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
         fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
                     .into()
@@ -592,7 +643,10 @@ mod tests {
         );
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
-        assert_eq!(cache.save(&req, &read, &State::default(), &[&plan]), Ok(()));
+        assert_eq!(
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
+            Ok(())
+        );
         assert!(cache.file.is_file());
     }
 

@@ -84,8 +84,8 @@ pub(super) fn build(
         Ok(Err(why)) => Err(why),
         Err(why) => Err(why.clone()),
     };
-    let (plans, read, state, warnings) = match planned {
-        Ok(p) => {
+    let (plans, read, mut state, warnings) = match planned {
+        Ok(mut p) => {
             if verbose {
                 eprintln!("{}", p.verbose);
             }
@@ -97,7 +97,7 @@ pub(super) fn build(
                     plan::apply(plan).map_err(&fail)?;
                 }
                 // Still locked: the snapshot is of this build's output.
-                record(&cache, &req, &p.read, &p.state, &p.plans, verbose);
+                record(&cache, &req, &p.read, &mut p.state, &p.plans, verbose);
             }
             drop(p.locks);
             (p.plans, p.read, p.state, p.warnings)
@@ -111,7 +111,7 @@ pub(super) fn build(
     };
     let current = plans.iter().all(|(p, _)| p.is_noop());
     if check && current {
-        record(&cache, &req, &read, &state, &plans, verbose);
+        record(&cache, &req, &read, &mut state, &plans, verbose);
     }
     // Nothing to do is one line, however many directories.
     let text = if check {
@@ -177,7 +177,7 @@ fn full(
     opts: &BuildOptions,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
 ) -> Result<Built, Failure> {
-    let (dests, read, state, warnings) = desired(cwd, inputs, targets, cache.is_ok(), fail)?;
+    let (dests, read, mut state, warnings) = desired(cwd, inputs, targets, cache.is_ok(), fail)?;
     if matches!(opts.format, Format::Text | Format::Github) {
         warn(&warnings, opts.color);
     }
@@ -196,7 +196,7 @@ fn full(
             plan::apply(plan).map_err(fail)?;
         }
         // Still locked: the snapshot is of this build's output.
-        record(cache, req, &read, &state, &plans, opts.verbose);
+        record(cache, req, &read, &mut state, &plans, opts.verbose);
         drop(locks);
         plans
     };
@@ -208,7 +208,7 @@ fn record(
     cache: &Result<cache::Cache, String>,
     req: &cache::Request,
     read: &crate::pipeline::Read,
-    state: &cache::State,
+    state: &mut cache::State,
     plans: &[(Plan, String)],
     verbose: bool,
 ) {
