@@ -27,8 +27,6 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
 use crate::emit;
@@ -38,21 +36,20 @@ use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::{self, Change, Found, Op, Plan};
 
 /// What one definition file made in the last build.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct SourceRecord {
     pub path: PathBuf,
     /// [`source_hash`] of its bytes.
     pub hash: String,
     /// Findings that did not stop the build were about it: it is compiled
     /// by every build, so that they are shown every time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warned: bool,
     /// One per set resolved ([`Compiled::parts`]).
     pub parts: Vec<PartRecord>,
 }
 
 /// What a definition file made for one set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct PartRecord {
     pub docs: Vec<Summary>,
     pub jobs: Vec<JobRecord>,
@@ -61,7 +58,7 @@ pub struct PartRecord {
     pub builds: Vec<BuildRecord>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct JobRecord {
     pub namespace: String,
     pub name: String,
@@ -72,7 +69,7 @@ pub struct JobRecord {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct BuildRecord {
     pub target: String,
     pub source: String,
@@ -84,7 +81,7 @@ pub struct BuildRecord {
 }
 
 /// The per-file part of a record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Files {
     /// [`super::Request::global_key`] of the build.
     pub global: String,

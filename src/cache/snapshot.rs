@@ -20,44 +20,37 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 /// One entry below an output root, in walk order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// Relative, `/`-separated path.
     pub path: String,
     pub kind: Kind,
     /// Files only: `lstat` signature and content hash.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileState>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    #[serde(rename = "f")]
     File,
-    #[serde(rename = "d")]
     Dir,
-    #[serde(rename = "l")]
     Symlink,
-    #[serde(rename = "o")]
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileState {
     pub sig: Sig,
     pub hash: String,
     /// Written too close to the snapshot for the signature to vouch for the
     /// bytes: hash them next time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub racy: bool,
 }
 
 /// `lstat` fields that change when a file's bytes do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sig {
     pub ino: u64,
     pub size: u64,
