@@ -35,6 +35,39 @@ use crate::load;
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::{self, Change, Found, Op, Plan};
 
+/// FxHash, as rustc uses it: the maps of an incremental build hold a few
+/// thousand short keys of the project's own, where SipHash was a visible
+/// part of an edit's cost (hash flooding is no concern for a local build).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Fx {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.add(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+type FxSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fx>>;
+
 /// What one definition file made in the last build.
 #[derive(Debug, Clone)]
 pub struct SourceRecord {
@@ -274,7 +307,7 @@ pub(super) fn compile(
     if files.global != global {
         return Err("the project, library or trainc changed".into());
     }
-    let mut old: HashMap<PathBuf, SourceRecord> = files
+    let mut old: FxMap<PathBuf, SourceRecord> = files
         .sources
         .into_iter()
         .map(|r| (r.path.clone(), r))
@@ -317,12 +350,12 @@ pub(super) fn compile(
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
-    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let dirty_paths: FxSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
     let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
 
-    across_files(req, sets, &compiled, &all)?;
+    across_files(req, sets, &compiled, &all, &dirty_paths)?;
 
     // Each set's directories, from the records and what was compiled.
     let mut dests = Vec::new();
@@ -485,6 +518,7 @@ fn across_files(
     sets: &[Set],
     compiled: &Compiled,
     all: &[SourceRecord],
+    dirty: &FxSet<PathBuf>,
 ) -> Result<(), String> {
     let project = req.project;
     let parts = compiled.parts.len();
@@ -497,18 +531,19 @@ fn across_files(
             .collect()
     };
     for k in 0..parts {
-        let docs: Vec<(usize, &Summary)> = all
-            .iter()
-            .flat_map(|r| &r.parts[k].docs)
-            .enumerate()
-            .collect();
-        if docs.is_empty() {
+        if all.iter().all(|r| r.parts[k].docs.is_empty()) {
             return Err("there are no jobs; the build will report it".into());
         }
-        let mut names = HashSet::new();
-        let mut claims: HashMap<&(String, Option<String>, String), usize> = HashMap::new();
+        // The last build found no two unchanged documents in conflict: only
+        // the compiled ones can be, with each other or with the others.
+        let mut names = FxSet::default();
+        let mut claims: FxMap<&(String, Option<String>, String), usize> = FxMap::default();
         let mut budget = 0u64;
-        for (i, d) in &docs {
+        let compiled_docs = all
+            .iter()
+            .filter(|r| dirty.contains(&r.path))
+            .flat_map(|r| &r.parts[k].docs);
+        for (i, d) in compiled_docs.enumerate() {
             if !names.insert((&d.namespace, &d.name)) {
                 return Err(format!(
                     "job `{}/{}` is defined twice; the build will report it",
@@ -516,13 +551,32 @@ fn across_files(
                 ));
             }
             for c in &d.claims {
-                if claims.insert(c, *i).is_some_and(|first| first != *i) {
+                if claims.insert(c, i).is_some_and(|first| first != i) {
                     return Err(
                         "two jobs generate the same object; the build will report it".into(),
                     );
                 }
             }
-            budget = budget.saturating_add(d.floor);
+        }
+        for r in all {
+            let fresh = dirty.contains(&r.path);
+            for d in &r.parts[k].docs {
+                budget = budget.saturating_add(d.floor);
+                if fresh {
+                    continue;
+                }
+                if names.contains(&(&d.namespace, &d.name)) {
+                    return Err(format!(
+                        "job `{}/{}` is defined twice; the build will report it",
+                        d.namespace, d.name
+                    ));
+                }
+                if d.claims.iter().any(|c| claims.contains_key(c)) {
+                    return Err(
+                        "two jobs generate the same object; the build will report it".into(),
+                    );
+                }
+            }
         }
         if budget > crate::limits::MAX_OUTPUT_BYTES {
             return Err("the jobs pass the output budget; the build will report it".into());
@@ -738,7 +792,11 @@ impl Planner<'_> {
     /// One entry of the walk.
     fn entry(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> Result<(), String> {
         self.absent_until(Some(rel))?;
-        let recorded = self.recorded(rel);
+        // The recorded entry's path is this entry's: no copy of it.
+        let (path, recorded) = match self.recorded(rel) {
+            Some(e) => (e.path, e.file),
+            None => (rel.to_owned(), None),
+        };
         let wanted = self.want.next_if(|(p, _)| p == rel);
         let (Kind::File, Some(sig)) = (kind, sig) else {
             // Not a file: a wanted file there is refused, as a plan refuses
@@ -766,13 +824,12 @@ impl Planner<'_> {
                 self.found.push(rel.to_owned());
             }
             self.entries.push(Entry {
-                path: rel.to_owned(),
+                path,
                 kind,
                 file: None,
             });
             return Ok(());
         };
-        let recorded = recorded.and_then(|e| e.file);
         let vouched = recorded
             .as_ref()
             .filter(|f| !f.racy && f.sig == sig)
@@ -879,7 +936,7 @@ impl Planner<'_> {
             self.found.push(rel.to_owned());
         }
         self.entries.push(Entry {
-            path: rel.to_owned(),
+            path,
             kind,
             file: Some(snapshot::FileState {
                 sig,
