@@ -659,14 +659,15 @@ pub fn plan(
     state: &mut State,
 ) -> Result<Planned, String> {
     let root = dest.dir;
+    let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
         root: &root,
         shown,
-        recorded: dest.recorded.unwrap_or_default().into_iter().peekable(),
+        changes: Vec::with_capacity(dest.want.len()),
         want: dest.want.into_iter().peekable(),
-        changes: Vec::new(),
         checked: HashSet::new(),
-        entries: Vec::new(),
+        entries: Vec::with_capacity(recorded.len() + 16),
+        recorded: recorded.into_iter().peekable(),
         unlisted,
         found: Vec::new(),
         known: 0,
