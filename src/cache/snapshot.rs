@@ -443,6 +443,10 @@ fn walk_dir(
 /// component, so `a/b` comes before `a-c` (a `/` sorts before any byte of
 /// a name).
 pub fn walk_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    // Walks mostly compare a path with itself.
+    if a == b {
+        return std::cmp::Ordering::Equal;
+    }
     let key = |c: u8| if c == b'/' { 0 } else { c };
     a.bytes().map(key).cmp(b.bytes().map(key))
 }
@@ -515,6 +519,33 @@ mod tests {
             .unwrap();
         assert!(s.iter().all(|e| e.file.as_ref().is_some_and(|f| !f.racy)));
         assert_eq!(verify(root, Some(&s), later), Verdict::Same);
+    }
+
+    /// The order of the walk, on paths: a directory's entries right after it.
+    #[test]
+    fn paths_compare_in_walk_order() {
+        let mut paths = vec!["a-c", "a/b", "a", "a/b/c", "b", "a.yaml", "A"];
+        paths.sort_by(|a, b| walk_cmp(a, b));
+        assert_eq!(paths, ["A", "a", "a/b", "a/b/c", "a-c", "a.yaml", "b"]);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["a/b", "a-c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("a.yaml"), "").unwrap();
+        fs::write(root.join("a/b/c"), "").unwrap();
+        let mut seen = Vec::new();
+        walk(
+            root,
+            |rel, _, _| {
+                seen.push(rel.to_owned());
+                Ok(true)
+            },
+            |_| Ok(()),
+        )
+        .unwrap();
+        assert!(seen.is_sorted_by(|a, b| walk_cmp(a, b).is_lt()), "{seen:?}");
+        assert_eq!(seen, ["a", "a/b", "a/b/c", "a-c", "a.yaml"]);
     }
 
     #[test]
