@@ -322,26 +322,62 @@ pub fn unlisted_known(
     if !output.is_dir() {
         return None;
     }
-    let listed = |rel: &str| {
-        entries.iter().any(|e| {
-            rel == e
-                || rel
-                    .strip_prefix(e.as_str())
-                    .is_some_and(|r| r.starts_with('/'))
-        })
-    };
     let mut found = Vec::new();
-    let walk = walkdir::WalkDir::new(output)
+    unlisted_below(output, output, entries, known, &mut found);
+    unlisted_warning(shown, &found)
+}
+
+/// Whether the entry at `rel` below the output (`path` on disk; a file,
+/// a symlink or another kind of entry, not a directory) is a YAML file
+/// that [`unlisted`] names; `vouched` says, when asked, whether the build
+/// cache knows it for trainc's.
+pub fn unlisted_entry(
+    rel: &str,
+    path: &Path,
+    symlink: bool,
+    entries: &[String],
+    vouched: impl FnOnce() -> bool,
+) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if !yaml(name) {
+        return false;
+    }
+    let listed = entries.iter().any(|e| {
+        rel == e
+            || rel
+                .strip_prefix(e.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    });
+    if listed {
+        return false;
+    }
+    // trainc's own, current or to be pruned.
+    let owned = vouched()
+        || matches!(
+            crate::plan::read_owned(path, rel),
+            Ok(crate::plan::Found::Owned(_) | crate::plan::Found::TooLarge(_))
+        )
+        || (symlink && generated(path));
+    !owned
+}
+
+/// Adds to `found` the YAML files below `dir` (`output` or a directory in
+/// it) that [`unlisted`] names, in walk order.
+pub fn unlisted_below(
+    output: &Path,
+    dir: &Path,
+    entries: &[String],
+    known: Option<&Known<'_>>,
+    found: &mut Vec<String>,
+) {
+    let walk = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .sort_by_file_name()
         .min_depth(1)
         .into_iter()
         .filter_entry(|e| !e.file_name().to_string_lossy().starts_with('.'));
     for e in walk.flatten() {
-        let Some(name) = e.file_name().to_str() else {
-            continue;
-        };
-        if e.file_type().is_dir() || !yaml(name) {
+        if e.file_type().is_dir() || e.file_name().to_str().is_none_or(|n| !yaml(n)) {
             continue;
         }
         let Some(rel) = e
@@ -353,21 +389,15 @@ pub fn unlisted_known(
         else {
             continue;
         };
-        if listed(&rel) {
-            continue;
-        }
-        // trainc's own, current or to be pruned.
-        let vouched = known.is_some_and(|k| e.metadata().is_ok_and(|m| k(&rel, &m)));
-        let owned = vouched
-            || matches!(
-                crate::plan::read_owned(e.path(), &rel),
-                Ok(crate::plan::Found::Owned(_) | crate::plan::Found::TooLarge(_))
-            )
-            || (e.path_is_symlink() && generated(e.path()));
-        if !owned {
+        let vouched = || known.is_some_and(|k| e.metadata().is_ok_and(|m| k(&rel, &m)));
+        if unlisted_entry(&rel, e.path(), e.path_is_symlink(), entries, vouched) {
             found.push(rel);
         }
     }
+}
+
+/// The warning naming the `found` files of [`unlisted`], if any.
+pub fn unlisted_warning(shown: &str, found: &[String]) -> Option<Diagnostic> {
     if found.is_empty() {
         return None;
     }

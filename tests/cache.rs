@@ -436,6 +436,45 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         assert_eq!(stderr(&o), format!("cache: compiling, because {why}\n"));
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
     }
+    // A record cut short, or with a byte changed (in the snapshots, or in
+    // the per-file part only an incremental build reads), is not believed:
+    // the build compiles everything, as without the cache, and records anew.
+    let before = p.output();
+    for damage in ["cut", "snapshots", "per-file part"] {
+        let mut bytes = fs::read(&record).expect("read");
+        match damage {
+            "cut" => bytes.truncate(bytes.len() / 2),
+            "snapshots" => bytes[100] ^= 0x10,
+            _ => {
+                let i = bytes.len() - 30;
+                bytes[i] ^= 0x01;
+            }
+        }
+        fs::write(&record, &bytes).expect("write");
+        if damage == "per-file part" {
+            p.edit(
+                "jobs/mnist.yaml",
+                "learning_rate: 0.001",
+                "learning_rate: 0.002",
+            );
+        }
+        let o = p.run(&["build", "-v"]);
+        assert!(o.status.success(), "{damage}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "cache: compiling, because the record is damaged\n",
+            "{damage}"
+        );
+        assert_eq!(p.output(), p.fresh_output(), "{damage}");
+        assert_eq!(stderr(&p.run(&["build", "-v"])), HIT, "{damage}");
+    }
+    p.edit(
+        "jobs/mnist.yaml",
+        "learning_rate: 0.002",
+        "learning_rate: 0.001",
+    );
+    assert!(p.run(&["build"]).status.success());
+    assert_eq!(p.output(), before);
 
     // A cache directory that cannot be created: builds work, uncached.
     let file = p.cache.path().join("a-file");

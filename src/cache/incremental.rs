@@ -24,10 +24,8 @@
 //! unchanged job that is not as recorded ends the attempt: the full build
 //! then runs, and reports or rewrites as it always does.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
@@ -37,22 +35,54 @@ use crate::load;
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::{self, Change, Found, Op, Plan};
 
+/// FxHash, as rustc uses it: the maps of an incremental build hold a few
+/// thousand short keys of the project's own, where SipHash was a visible
+/// part of an edit's cost (hash flooding is no concern for a local build).
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl Fx {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.add(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+type FxSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fx>>;
+
 /// What one definition file made in the last build.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct SourceRecord {
     pub path: PathBuf,
     /// [`source_hash`] of its bytes.
     pub hash: String,
     /// Findings that did not stop the build were about it: it is compiled
     /// by every build, so that they are shown every time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warned: bool,
     /// One per set resolved ([`Compiled::parts`]).
     pub parts: Vec<PartRecord>,
 }
 
 /// What a definition file made for one set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct PartRecord {
     pub docs: Vec<Summary>,
     pub jobs: Vec<JobRecord>,
@@ -61,7 +91,7 @@ pub struct PartRecord {
     pub builds: Vec<BuildRecord>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct JobRecord {
     pub namespace: String,
     pub name: String,
@@ -72,7 +102,7 @@ pub struct JobRecord {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct BuildRecord {
     pub target: String,
     pub source: String,
@@ -84,7 +114,7 @@ pub struct BuildRecord {
 }
 
 /// The per-file part of a record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Files {
     /// [`super::Request::global_key`] of the build.
     pub global: String,
@@ -100,6 +130,10 @@ pub struct Files {
 pub struct State {
     pub(super) sources: Option<Vec<SourceRecord>>,
     pub(super) hashes: HashMap<PathBuf, HashMap<String, String>>,
+    /// Of an incremental build: each directory as [`plan`] walked it
+    /// (`None`: not there), before anything was written; the record is
+    /// made from it and the plan, without another walk.
+    pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
 }
 
 impl State {
@@ -122,7 +156,11 @@ impl State {
             }
         }
         let sources = records(sets, compiled);
-        Self { sources, hashes }
+        Self {
+            sources,
+            hashes,
+            walked: HashMap::new(),
+        }
     }
 }
 
@@ -213,8 +251,8 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
 /// A file a directory should hold.
 #[derive(Debug)]
 enum Want {
-    /// As the last build wrote it: its content hash.
-    Known(String),
+    /// As the last build wrote it: the hash its snapshot records.
+    Known,
     /// Compiled by this build.
     Bytes(Vec<u8>),
 }
@@ -227,28 +265,10 @@ pub struct Dest {
     pub set: usize,
     /// Build specs, not manifests.
     pub builds: bool,
-    want: BTreeMap<String, Want>,
+    /// In walk order ([`snapshot::walk_cmp`]), as the snapshot is.
+    want: Vec<(String, Want)>,
     /// The snapshot the last build took of it.
     recorded: Option<Vec<Entry>>,
-}
-
-impl Dest {
-    /// Whether the last build's snapshot vouches that the file at `rel`,
-    /// with `lstat` `meta`, is one trainc wrote: its signature is as
-    /// recorded (and settled), and its hash is of a whole file of trainc's.
-    pub fn vouched(&self) -> impl Fn(&str, &std::fs::Metadata) -> bool + '_ {
-        let files: HashMap<&str, &snapshot::FileState> = self
-            .recorded
-            .iter()
-            .flatten()
-            .filter_map(|e| Some((e.path.as_str(), e.file.as_ref()?)))
-            .collect();
-        move |rel, meta| {
-            files
-                .get(rel)
-                .is_some_and(|f| !f.racy && !f.hash.starts_with("head:") && f.sig == Sig::of(meta))
-        }
-    }
 }
 
 /// An incremental build, compiled and ready to be planned.
@@ -266,6 +286,10 @@ pub struct Incremental {
     /// Jobs compiled, of all the jobs (of the definitions as written).
     pub compiled: usize,
     pub jobs: usize,
+    /// The bytes and files of the output compiled (every file, and the
+    /// bytes of those not taken from the record), for the output limit.
+    bytes: u64,
+    files: usize,
     /// Which definition files changed; `None`: none did (the output did).
     pub why: Option<String>,
 }
@@ -280,7 +304,7 @@ fn shown(req: &super::Request, path: &Path) -> String {
 /// holds the last build's contexts and snapshots.
 pub(super) fn compile(
     req: &super::Request,
-    record: &super::Record,
+    record: super::Record,
     files: Files,
     sources: Sources,
     library: &crate::library::Library,
@@ -293,7 +317,7 @@ pub(super) fn compile(
     if files.global != global {
         return Err("the project, library or trainc changed".into());
     }
-    let mut old: HashMap<PathBuf, SourceRecord> = files
+    let mut old: FxMap<PathBuf, SourceRecord> = files
         .sources
         .into_iter()
         .map(|r| (r.path.clone(), r))
@@ -336,38 +360,23 @@ pub(super) fn compile(
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
-    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let dirty_paths: FxSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
     let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
 
-    across_files(req, sets, &compiled, &all)?;
+    across_files(req, sets, &compiled, &all, &dirty_paths)?;
 
     // Each set's directories, from the records and what was compiled.
     let mut dests = Vec::new();
     let mut extras = Vec::new();
-    let mut hashes: HashMap<PathBuf, HashMap<String, String>> = HashMap::new();
-    let recorded = |dir: &Path| {
-        record
-            .outputs
-            .iter()
+    let mut outputs = record.outputs;
+    let mut recorded = |dir: &Path| {
+        outputs
+            .iter_mut()
             .find(|(d, _)| d == dir)
-            .and_then(|(_, e)| e.clone())
+            .and_then(|(_, e)| e.take())
     };
-    // What the last build wrote into `dir`: each file's hash and size.
-    let snapshot = |dir: &Path| -> HashMap<&str, (&str, u64)> {
-        record
-            .outputs
-            .iter()
-            .filter(|(d, _)| d == dir)
-            .flat_map(|(_, e)| e.iter().flatten())
-            .filter_map(|e| {
-                let f = e.file.as_ref()?;
-                Some((e.path.as_str(), (f.hash.as_str(), f.sig.size)))
-            })
-            .collect()
-    };
-    let unrecorded = || "the record lacks a file of an unchanged job".to_owned();
     let mut total = (0u64, 0usize);
     for (i, set) in sets.iter().enumerate() {
         let k = compiled
@@ -376,8 +385,7 @@ pub(super) fn compile(
             .position(|p| p.set == Some(i))
             .ok_or("internal: a set without its part")?;
         let output = &mut compiled.outputs[i];
-        let known = snapshot(set.output);
-        let mut want = BTreeMap::new();
+        let mut want = Vec::new();
         let mut dirs = Vec::new();
         let mut namespaces = BTreeSet::new();
         for r in &all {
@@ -394,11 +402,9 @@ pub(super) fn compile(
                         total.0 += bytes.len() as u64;
                         Want::Bytes(bytes)
                     } else {
-                        let (hash, size) = known.get(rel.as_str()).ok_or_else(unrecorded)?;
-                        total.0 += size;
-                        Want::Known((*hash).to_owned())
+                        Want::Known
                     };
-                    want.insert(rel.clone(), w);
+                    want.push((rel.clone(), w));
                 }
             }
         }
@@ -418,22 +424,20 @@ pub(super) fn compile(
         extras.push(extra);
         for (rel, bytes) in root {
             total.0 += bytes.len() as u64;
-            want.insert(rel, Want::Bytes(bytes));
+            want.push((rel, Want::Bytes(bytes)));
         }
         total.1 += want.len();
-        hashes.insert(set.output.to_path_buf(), hashes_of(&want));
         dests.push(Dest {
             dir: set.output.to_path_buf(),
             set: i,
             builds: false,
-            want,
+            want: in_walk_order(want)?,
             recorded: recorded(set.output),
         });
         let Some(dir) = set.build_output else {
             continue;
         };
-        let known = snapshot(dir);
-        let mut want = BTreeMap::new();
+        let mut want = Vec::new();
         let mut builds = Vec::new();
         for r in &all {
             let fresh = dirty_paths.contains(&r.path);
@@ -446,11 +450,9 @@ pub(super) fn compile(
                     total.0 += bytes.len() as u64;
                     Want::Bytes(bytes)
                 } else {
-                    let (hash, size) = known.get(b.path.as_str()).ok_or_else(unrecorded)?;
-                    total.0 += size;
-                    Want::Known((*hash).to_owned())
+                    Want::Known
                 };
-                want.insert(b.path.clone(), w);
+                want.push((b.path.clone(), w));
                 builds.push(ImageBuild {
                     target: b.target.clone(),
                     source: b.source.clone(),
@@ -468,23 +470,23 @@ pub(super) fn compile(
             builds.sort_by(|a, b| a.target.cmp(&b.target));
             let bake = crate::image::bake_file(&builds, &project.root, dir);
             total.0 += bake.len() as u64;
-            want.insert(BAKE_FILE.to_owned(), Want::Bytes(bake));
+            want.push((BAKE_FILE.to_owned(), Want::Bytes(bake)));
         }
         total.1 += want.len();
         if !want.is_empty() || dir.is_dir() {
-            hashes.insert(dir.to_path_buf(), hashes_of(&want));
             dests.push(Dest {
                 dir: dir.to_path_buf(),
                 set: i,
                 builds: true,
-                want,
+                want: in_walk_order(want)?,
                 recorded: recorded(dir),
             });
         }
     }
+    // What is taken from the record is counted as it is planned.
     crate::limits::check_output(total.0, total.1, true, crate::limits::MAX_OUTPUT_BYTES)
         .map_err(|_| "the output passes the limit; the build will report it")?;
-    let mut contexts: Vec<_> = record.contexts.clone();
+    let mut contexts: Vec<_> = record.contexts;
     contexts.append(&mut compiled.read.contexts);
     contexts.sort();
     contexts.dedup();
@@ -499,24 +501,24 @@ pub(super) fn compile(
         },
         state: State {
             sources: Some(all),
-            hashes,
+            hashes: HashMap::new(),
+            walked: HashMap::new(),
         },
         compiled: compiled_jobs,
         jobs,
+        bytes: total.0,
+        files: total.1,
         why,
     })
 }
 
-fn hashes_of(want: &BTreeMap<String, Want>) -> HashMap<String, String> {
-    want.iter()
-        .map(|(rel, w)| {
-            let hash = match w {
-                Want::Known(h) => h.clone(),
-                Want::Bytes(b) => snapshot::content_hash(b),
-            };
-            (rel.clone(), hash)
-        })
-        .collect()
+/// The files of a directory in walk order; two jobs never share one.
+fn in_walk_order(mut want: Vec<(String, Want)>) -> Result<Vec<(String, Want)>, String> {
+    want.sort_by(|a, b| snapshot::walk_cmp(&a.0, &b.0));
+    if want.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err("internal: two jobs write the same file".into());
+    }
+    Ok(want)
 }
 
 /// The rules across definition files, over every file's records: any
@@ -526,6 +528,7 @@ fn across_files(
     sets: &[Set],
     compiled: &Compiled,
     all: &[SourceRecord],
+    dirty: &FxSet<PathBuf>,
 ) -> Result<(), String> {
     let project = req.project;
     let parts = compiled.parts.len();
@@ -538,18 +541,19 @@ fn across_files(
             .collect()
     };
     for k in 0..parts {
-        let docs: Vec<(usize, &Summary)> = all
-            .iter()
-            .flat_map(|r| &r.parts[k].docs)
-            .enumerate()
-            .collect();
-        if docs.is_empty() {
+        if all.iter().all(|r| r.parts[k].docs.is_empty()) {
             return Err("there are no jobs; the build will report it".into());
         }
-        let mut names = HashSet::new();
-        let mut claims: HashMap<&(String, Option<String>, String), usize> = HashMap::new();
+        // The last build found no two unchanged documents in conflict: only
+        // the compiled ones can be, with each other or with the others.
+        let mut names = FxSet::default();
+        let mut claims: FxMap<&(String, Option<String>, String), usize> = FxMap::default();
         let mut budget = 0u64;
-        for (i, d) in &docs {
+        let compiled_docs = all
+            .iter()
+            .filter(|r| dirty.contains(&r.path))
+            .flat_map(|r| &r.parts[k].docs);
+        for (i, d) in compiled_docs.enumerate() {
             if !names.insert((&d.namespace, &d.name)) {
                 return Err(format!(
                     "job `{}/{}` is defined twice; the build will report it",
@@ -557,13 +561,32 @@ fn across_files(
                 ));
             }
             for c in &d.claims {
-                if claims.insert(c, *i).is_some_and(|first| first != *i) {
+                if claims.insert(c, i).is_some_and(|first| first != i) {
                     return Err(
                         "two jobs generate the same object; the build will report it".into(),
                     );
                 }
             }
-            budget = budget.saturating_add(d.floor);
+        }
+        for r in all {
+            let fresh = dirty.contains(&r.path);
+            for d in &r.parts[k].docs {
+                budget = budget.saturating_add(d.floor);
+                if fresh {
+                    continue;
+                }
+                if names.contains(&(&d.namespace, &d.name)) {
+                    return Err(format!(
+                        "job `{}/{}` is defined twice; the build will report it",
+                        d.namespace, d.name
+                    ));
+                }
+                if d.claims.iter().any(|c| claims.contains_key(c)) {
+                    return Err(
+                        "two jobs generate the same object; the build will report it".into(),
+                    );
+                }
+            }
         }
         if budget > crate::limits::MAX_OUTPUT_BYTES {
             return Err("the jobs pass the output budget; the build will report it".into());
@@ -605,102 +628,333 @@ fn across_files(
     Ok(())
 }
 
+impl Incremental {
+    /// Whether the output, with `known` bytes taken from the record (as
+    /// [`plan`] counts them), stays within the output limit.
+    pub fn within_limit(&self, known: u64) -> Result<(), String> {
+        crate::limits::check_output(
+            self.bytes.saturating_add(known),
+            self.files,
+            true,
+            crate::limits::MAX_OUTPUT_BYTES,
+        )
+        .map_err(|_| "the output passes the limit; the build will report it".to_owned())
+    }
+}
+
+/// A directory planned by [`plan`].
+#[derive(Debug)]
+pub struct Planned {
+    pub plan: Plan,
+    /// The YAML files the unlisted-files check names, in walk order.
+    pub unlisted: Vec<String>,
+    /// The bytes of the files taken from the record.
+    pub known: u64,
+}
+
 /// The plan of `dest` (`shown` as messages name it), as [`plan::plan`]
-/// would make it; or why the full build must make it. Reads no file of
-/// an unchanged job whose signature is as recorded: an unchanged file
-/// carries no bytes in the plan. Files that change are read, to compare
-/// and for the diff.
-pub fn plan(dest: Dest, shown: &str) -> Result<Plan, String> {
+/// would make it; or why the full build must make it. One walk of the
+/// directory, the walk a no-op build's check makes, does it all: it checks
+/// the files of unchanged jobs against the snapshot (reading none whose
+/// signature is as recorded: an unchanged file carries no bytes in the
+/// plan), compares the files that changed (reading them, for the diff),
+/// finds what to prune, runs the unlisted-files check when `unlisted`
+/// gives the root kustomization's other entries, and leaves in `state`
+/// what it saw, from which the record of the build is made without
+/// walking again.
+pub fn plan(
+    dest: Dest,
+    shown: &str,
+    unlisted: Option<&[String]>,
+    state: &mut State,
+) -> Result<Planned, String> {
     let root = dest.dir;
-    let recorded: HashMap<&str, &snapshot::FileState> = dest
-        .recorded
-        .iter()
-        .flatten()
-        .filter_map(|e| Some((e.path.as_str(), e.file.as_ref()?)))
-        .collect();
-    // Every file below the root that a plan walks, and the hash its
-    // signature vouches for.
-    let mut disk: BTreeMap<String, (PathBuf, Option<&str>)> = BTreeMap::new();
-    snapshot::walk(&root, |rel, kind, full, meta| {
-        if let (Kind::File, Some(m)) = (kind, meta) {
-            let vouched = recorded
-                .get(rel)
-                .filter(|f| !f.racy && f.sig == Sig::of(m))
-                .map(|f| f.hash.as_str());
-            disk.insert(rel.to_owned(), (full.to_path_buf(), vouched));
-        }
-        Ok(true)
-    })
-    .map_err(|e| format!("{shown} cannot be walked: {e}"))?;
-    let mut changes = Vec::with_capacity(dest.want.len());
-    let mut checked = HashSet::new();
-    for (rel, want) in dest.want {
-        let on_disk = disk.remove(&rel);
-        let hash_on_disk = |on_disk: &Option<(PathBuf, Option<&str>)>| match on_disk {
-            Some((_, Some(h))) => Some((*h).to_owned()),
-            Some((path, None)) => snapshot::file_hash(&rel, path)
-                .ok()
-                .filter(|(_, owned)| *owned)
-                .map(|(h, _)| h),
-            None => None,
-        };
-        match want {
-            Want::Known(hash) => {
-                if hash_on_disk(&on_disk).as_deref() != Some(hash.as_str()) {
-                    let what = if on_disk.is_some() {
-                        "was edited"
-                    } else {
-                        "is gone"
-                    };
-                    return Err(format!(
-                        "{shown} changed since the last build: {rel} {what}"
-                    ));
+    let recorded = dest.recorded.unwrap_or_default();
+    let p = Planner {
+        root: &root,
+        shown,
+        changes: Vec::with_capacity(dest.want.len()),
+        want: dest.want.into_iter().peekable(),
+        checked: HashSet::new(),
+        entries: Vec::with_capacity(recorded.len() + 16),
+        recorded: recorded.into_iter().peekable(),
+        unlisted,
+        found: Vec::new(),
+        known: 0,
+        failed: None,
+    };
+    // Both callbacks add to what the walk found, in walk order.
+    let cell = std::cell::RefCell::new(p);
+    let walked = snapshot::walk(
+        &root,
+        |rel, kind, sig| {
+            let mut p = cell.borrow_mut();
+            match p.entry(rel, kind, sig) {
+                Ok(()) => Ok(true),
+                Err(why) => {
+                    p.failed = Some(why);
+                    Ok(false)
                 }
-                changes.push(Change {
-                    path: rel,
-                    op: Op::Unchanged,
-                    old: None,
-                    new: Vec::new(),
-                });
             }
-            Want::Bytes(new) => {
-                let vouched =
-                    matches!(&on_disk, Some((_, Some(h))) if *h == snapshot::content_hash(&new));
-                if vouched {
-                    changes.push(Change {
-                        path: rel,
-                        op: Op::Unchanged,
-                        old: None,
-                        new: Vec::new(),
-                    });
-                    continue;
-                }
-                let change = plan::plan_file(&root, shown, rel, new, &mut checked)
-                    .map_err(|d| format!("{}; the build will report it", d.message))?;
-                changes.push(change);
+        },
+        |rel| {
+            // Hidden directories are not looked into; others, which no
+            // plan enters, only by the unlisted-files check.
+            let mut p = cell.borrow_mut();
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            if let Some(entries) = p.unlisted
+                && !name.starts_with('.')
+            {
+                crate::resources::unlisted_below(
+                    &root,
+                    &root.join(rel),
+                    entries,
+                    None,
+                    &mut p.found,
+                );
             }
+            Ok(())
+        },
+    );
+    let mut p = cell.into_inner();
+    let present = match walked {
+        Ok(present) => present,
+        Err(e) => {
+            return Err(p
+                .failed
+                .take()
+                .unwrap_or_else(|| format!("{shown} cannot be walked: {e}")));
         }
-    }
-    // What is left is pruned when trainc owns it, as `plan::plan` prunes.
-    for (rel, (path, vouched)) in disk {
-        let name = rel.rsplit('/').next().unwrap_or(&rel);
-        let temp = plan::is_temp(name);
-        if !temp && vouched.is_some_and(|h| h.starts_with("head:")) {
-            continue;
-        }
-        let old = match plan::read_owned(&path, &rel) {
-            Ok(Found::Owned(old)) => Some(old),
-            _ if temp => None,
-            Ok(Found::Foreign(_) | Found::TooLarge(_)) => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        };
-        changes.push(Change {
-            path: rel,
-            op: Op::Delete,
-            old,
-            new: Vec::new(),
-        });
-    }
+    };
+    p.absent_until(None)?;
+    let Planner {
+        mut changes,
+        entries,
+        found,
+        known,
+        ..
+    } = p;
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Plan { root, changes })
+    state
+        .walked
+        .insert(root.clone(), present.then_some(entries));
+    Ok(Planned {
+        plan: Plan { root, changes },
+        unlisted: found,
+        known,
+    })
+}
+
+/// The state of [`plan`]'s walk: the snapshot and the wanted files, both
+/// in walk order, are merged with the entries as the walk meets them.
+struct Planner<'a> {
+    root: &'a Path,
+    shown: &'a str,
+    recorded: std::iter::Peekable<std::vec::IntoIter<Entry>>,
+    want: std::iter::Peekable<std::vec::IntoIter<(String, Want)>>,
+    changes: Vec<Change>,
+    checked: HashSet<PathBuf>,
+    /// What the walk saw, as a snapshot.
+    entries: Vec<Entry>,
+    unlisted: Option<&'a [String]>,
+    found: Vec<String>,
+    known: u64,
+    failed: Option<String>,
+}
+
+impl Planner<'_> {
+    /// The recorded entry at `rel`, if any; those before it are passed.
+    fn recorded(&mut self, rel: &str) -> Option<Entry> {
+        while let Some(e) = self.recorded.peek() {
+            match snapshot::walk_cmp(&e.path, rel) {
+                std::cmp::Ordering::Less => {
+                    self.recorded.next();
+                }
+                std::cmp::Ordering::Equal => return self.recorded.next(),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    fn changed(&self, rel: &str, what: &str) -> String {
+        format!("{} changed since the last build: {rel} {what}", self.shown)
+    }
+
+    /// Plans the wanted files that come before `rel` in walk order (all of
+    /// them, for `None`): the walk did not meet them, so they are not there.
+    fn absent_until(&mut self, rel: Option<&str>) -> Result<(), String> {
+        while let Some((path, want)) = self.want.next_if(|(p, _)| {
+            rel.is_none_or(|r| snapshot::walk_cmp(p, r) == std::cmp::Ordering::Less)
+        }) {
+            match want {
+                Want::Known => return Err(self.changed(&path, "is gone")),
+                Want::Bytes(new) => {
+                    let change =
+                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
+                            .map_err(|d| format!("{}; the build will report it", d.message))?;
+                    self.changes.push(change);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One entry of the walk.
+    fn entry(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> Result<(), String> {
+        self.absent_until(Some(rel))?;
+        // The recorded entry's path is this entry's: no copy of it.
+        let (path, recorded) = match self.recorded(rel) {
+            Some(e) => (e.path, e.file),
+            None => (rel.to_owned(), None),
+        };
+        let wanted = self.want.next_if(|(p, _)| p == rel);
+        let (Kind::File, Some(sig)) = (kind, sig) else {
+            // Not a file: a wanted file there is refused, as a plan refuses
+            // it (or, of an unchanged job, taken for changed).
+            match wanted {
+                Some((path, Want::Known)) => return Err(self.changed(&path, "changed type")),
+                Some((path, Want::Bytes(new))) => {
+                    let change =
+                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
+                            .map_err(|d| format!("{}; the build will report it", d.message))?;
+                    self.changes.push(change);
+                }
+                None => {}
+            }
+            if let Some(entries) = self.unlisted
+                && kind != Kind::Dir
+                && crate::resources::unlisted_entry(
+                    rel,
+                    &self.root.join(rel),
+                    kind == Kind::Symlink,
+                    entries,
+                    || false,
+                )
+            {
+                self.found.push(rel.to_owned());
+            }
+            self.entries.push(Entry {
+                path,
+                kind,
+                file: None,
+            });
+            return Ok(());
+        };
+        let vouched = recorded
+            .as_ref()
+            .filter(|f| !f.racy && f.sig == sig)
+            .map(|f| f.hash.as_str());
+        let unchanged = |path: String| Change {
+            path,
+            op: Op::Unchanged,
+            old: None,
+            new: Vec::new(),
+        };
+        // The hash of the file as it is now, and whether trainc owns it:
+        // `None` when it is not known yet.
+        let (hash, owned) = match wanted {
+            Some((path, Want::Known)) => {
+                let Some(want) = &recorded else {
+                    return Err("the record lacks a file of an unchanged job".into());
+                };
+                let now = match vouched {
+                    Some(h) => Some(h.to_owned()),
+                    None => snapshot::file_hash(rel, &self.root.join(rel))
+                        .ok()
+                        .filter(|(_, owned)| *owned)
+                        .map(|(h, _)| h),
+                };
+                if now.as_deref() != Some(want.hash.as_str()) || want.hash.starts_with("head:") {
+                    return Err(self.changed(&path, "was edited"));
+                }
+                self.known += want.sig.size;
+                self.changes.push(unchanged(path));
+                (want.hash.clone(), Some(true))
+            }
+            Some((path, Want::Bytes(new))) => {
+                let hash = snapshot::content_hash(&new);
+                if vouched == Some(hash.as_str()) {
+                    self.changes.push(unchanged(path));
+                    (hash, Some(true))
+                } else {
+                    let change =
+                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
+                            .map_err(|d| format!("{}; the build will report it", d.message))?;
+                    let hash = match &change.old {
+                        Some(old) => snapshot::content_hash(old),
+                        None => hash,
+                    };
+                    self.changes.push(change);
+                    (hash, Some(true))
+                }
+            }
+            None => {
+                // What is left is pruned when trainc owns it, as
+                // `plan::plan` prunes.
+                let name = rel.rsplit('/').next().unwrap_or(rel);
+                let temp = plan::is_temp(name);
+                let path = self.root.join(rel);
+                match vouched {
+                    Some(h) if !temp && h.starts_with("head:") => (h.to_owned(), None),
+                    _ => match plan::read_owned(&path, rel) {
+                        Ok(Found::Owned(old)) => {
+                            let hash = snapshot::content_hash(&old);
+                            self.changes.push(Change {
+                                path: rel.to_owned(),
+                                op: Op::Delete,
+                                old: Some(old),
+                                new: Vec::new(),
+                            });
+                            (hash, Some(true))
+                        }
+                        Ok(Found::Foreign(head)) | Ok(Found::TooLarge(head)) if temp => {
+                            self.changes.push(Change {
+                                path: rel.to_owned(),
+                                op: Op::Delete,
+                                old: None,
+                                new: Vec::new(),
+                            });
+                            (format!("head:{}", snapshot::content_hash(&head)), None)
+                        }
+                        Ok(Found::Foreign(head)) => (
+                            format!("head:{}", snapshot::content_hash(&head)),
+                            Some(false),
+                        ),
+                        Ok(Found::TooLarge(head)) => (
+                            format!("head:{}", snapshot::content_hash(&head)),
+                            Some(true),
+                        ),
+                        Err(_) if temp => {
+                            self.changes.push(Change {
+                                path: rel.to_owned(),
+                                op: Op::Delete,
+                                old: None,
+                                new: Vec::new(),
+                            });
+                            ("head:".to_owned(), None)
+                        }
+                        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+                    },
+                }
+            }
+        };
+        if let Some(entries) = self.unlisted
+            && crate::resources::unlisted_entry(rel, &self.root.join(rel), false, entries, || {
+                owned == Some(true)
+            })
+        {
+            self.found.push(rel.to_owned());
+        }
+        self.entries.push(Entry {
+            path,
+            kind,
+            file: Some(snapshot::FileState {
+                sig,
+                hash,
+                racy: false,
+            }),
+        });
+        Ok(())
+    }
 }

@@ -14,6 +14,7 @@
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
 
+mod codec;
 pub mod incremental;
 pub mod key;
 pub mod snapshot;
@@ -25,8 +26,6 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
-
 pub use incremental::{Incremental, State};
 pub use key::Request;
 use snapshot::{Entry, Verdict};
@@ -36,10 +35,11 @@ use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
-/// Bumped whenever the record changes shape or meaning.
-const FORMAT: u32 = 5;
+/// Bumped whenever the record changes shape or meaning. Format 6 is the
+/// byte encoding of [`codec`]; 5 and before were JSON.
+const FORMAT: u32 = 6;
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 struct Record {
     format: u32,
     key: String,
@@ -50,8 +50,8 @@ struct Record {
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
     /// What each definition file made, for an incremental build; `None`
-    /// when the build could not say.
-    #[serde(default)]
+    /// when the build could not say (and in a record just read: see
+    /// [`codec::decode_files`]).
     files: Option<incremental::Files>,
 }
 
@@ -99,12 +99,6 @@ fn same_places(req: &Request, record: &Record) -> Result<(), String> {
     Ok(())
 }
 
-/// Just the format, to tell an old record from a damaged one.
-#[derive(Deserialize)]
-struct Format {
-    format: u32,
-}
-
 /// The record of one request.
 #[derive(Debug)]
 pub struct Cache {
@@ -135,7 +129,7 @@ impl Cache {
             .location()
             .ok_or("the trainc executable cannot be inspected")?;
         Ok(Self {
-            file: dir.join("builds").join(format!("{location}.json")),
+            file: dir.join("builds").join(format!("{location}.rec")),
             dir,
             started,
         })
@@ -148,20 +142,21 @@ impl Cache {
     /// the inputs once for both. May refresh the record (see
     /// [`snapshot::Verdict::Refreshed`]); never touches the output.
     pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
-        let mut record: Record = self.load()?;
+        let bytes = self.read()?;
+        let (mut record, files) = load(&bytes)?;
         let (sources, library) = inputs(req)?;
         let key = req
             .key(&sources, library.digest())
             .ok_or("the trainc executable cannot be inspected")?;
         let why = if record.key == key {
-            match self.current(req, &mut record) {
+            match self.current(req, &mut record, files) {
                 Ok(()) => return Ok(Lookup::Fresh(record.dests)),
                 Err(why) => why,
             }
         } else {
             "the definitions, project, library or trainc changed".to_owned()
         };
-        let inc = self.compile(req, record, sources, library, sets)?;
+        let inc = self.compile(req, record, files, sources, library, sets)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
     }
 
@@ -174,14 +169,15 @@ impl Cache {
         req: &Request,
         sets: &[crate::pipeline::Set],
     ) -> Result<Incremental, String> {
-        let record: Record = self.load()?;
+        let bytes = self.read()?;
+        let (record, files) = load(&bytes)?;
         let (sources, library) = inputs(req)?;
-        self.compile(req, record, sources, library, sets)
+        self.compile(req, record, files, sources, library, sets)
     }
 
     /// Whether the output is as `record` says, the record's key being
     /// current; refreshes the record's snapshots when they needed hashing.
-    fn current(&self, req: &Request, record: &mut Record) -> Result<(), String> {
+    fn current(&self, req: &Request, record: &mut Record, files: &[u8]) -> Result<(), String> {
         same_places(req, record)?;
         let mark = snapshot::mark();
         let mut refreshed = false;
@@ -202,7 +198,7 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            let _ = self.write(record);
+            let _ = self.write(record, Some(files));
         } else {
             keep_alive(&self.file);
         }
@@ -212,30 +208,17 @@ impl Cache {
     fn compile(
         &self,
         req: &Request,
-        mut record: Record,
+        record: Record,
+        files: &[u8],
         sources: crate::pipeline::Sources,
         library: crate::library::Library,
         sets: &[crate::pipeline::Set],
     ) -> Result<Incremental, String> {
-        let files = record
-            .files
-            .take()
+        let files = codec::decode_files(files)
+            .map_err(|_| "the record is damaged")?
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, &record, files, sources, &library, sets)
-    }
-
-    /// The record (or the part of it `T` reads), when there is one of this
-    /// version of trainc.
-    fn load<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
-        let bytes = self.read()?;
-        match serde_json::from_slice::<Format>(&bytes) {
-            Ok(f) if f.format != FORMAT => {
-                Err("the record is from another version of trainc".into())
-            }
-            Ok(_) => serde_json::from_slice(&bytes).map_err(|_| "the record is damaged".into()),
-            Err(_) => Err("the record is damaged".into()),
-        }
+        incremental::compile(req, record, files, sources, &library, sets)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -245,7 +228,7 @@ impl Cache {
         &self,
         req: &Request,
         read: &Read,
-        state: &State,
+        state: &mut State,
         plans: &[&Plan],
     ) -> Result<(), String> {
         let key = req
@@ -260,6 +243,57 @@ impl Cache {
         }
         // What each directory now holds, as the plans wrote it.
         let mut written: Vec<(&Path, HashMap<&str, String>)> = Vec::new();
+        let mut outputs = Vec::new();
+        if !state.walked.is_empty() {
+            // An incremental build: each directory as its plan's walk saw
+            // it, and what the plan did to it.
+            for dir in req.dirs() {
+                let plan = plans.iter().find(|p| p.root == dir);
+                let entries = match (state.walked.remove(&dir), plan) {
+                    (Some(Some(before)), Some(plan)) => Some(
+                        snapshot::after(&dir, before, plan, self.started)
+                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
+                    ),
+                    (Some(Some(_)), None) => {
+                        return Err(format!("{} was not planned", shown(req, &dir)));
+                    }
+                    // Not there before the build, nor planned: not there now,
+                    // or the next check finds it.
+                    (Some(None) | None, _) if plan.is_none_or(|p| p.changes.is_empty()) => {
+                        snapshot::take(&dir, self.started, |rel, _| {
+                            Err(std::io::Error::other(format!(
+                                "{rel} appeared while the build ran"
+                            )))
+                        })
+                        .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
+                    }
+                    (Some(None) | None, _) => {
+                        snapshot::after(&dir, Vec::new(), plan.ok_or("internal")?, self.started)
+                            .map(Some)
+                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
+                    }
+                };
+                outputs.push((dir, entries));
+            }
+            let dests = plans
+                .iter()
+                .map(|p| {
+                    let files = p.changes.iter().filter(|c| c.op != Op::Delete).count();
+                    (p.root.clone(), files)
+                })
+                .collect();
+            return self.write(
+                &Record {
+                    format: FORMAT,
+                    key,
+                    contexts: read.contexts.clone(),
+                    dests,
+                    outputs,
+                    files: Self::files(req, read, state),
+                },
+                None,
+            );
+        }
         for p in plans {
             let known = state.hashes.get(&p.root);
             let mut files = HashMap::new();
@@ -277,7 +311,6 @@ impl Cache {
             }
             written.push((p.root.as_path(), files));
         }
-        let mut outputs = Vec::new();
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
             // Its own files are not read back. Any other file must be one the
@@ -327,14 +360,18 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
-            files: state.sources.as_ref().and_then(|sources| {
-                Some(incremental::Files {
-                    global: req.global_key(&read.library)?,
-                    sources: sources.clone(),
-                })
-            }),
+            files: Self::files(req, read, state),
         };
-        self.write(&record)
+        self.write(&record, None)
+    }
+
+    fn files(req: &Request, read: &Read, state: &State) -> Option<incremental::Files> {
+        state.sources.as_ref().and_then(|sources| {
+            Some(incremental::Files {
+                global: req.global_key(&read.library)?,
+                sources: sources.clone(),
+            })
+        })
     }
 
     /// The record, when there is one this user can trust: in a records
@@ -360,9 +397,10 @@ impl Cache {
     }
 
     /// Replaces the record atomically.
-    fn write(&self, record: &Record) -> Result<(), String> {
+    /// `files`: the per-file part as read, when `record` does not hold it.
+    fn write(&self, record: &Record, files: Option<&[u8]>) -> Result<(), String> {
         let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
-        let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+        let bytes = codec::encode(record, files);
         let builds = self.dir.join("builds");
         {
             use std::os::unix::fs::DirBuilderExt as _;
@@ -384,6 +422,16 @@ impl Cache {
         tmp.persist(&self.file).map_err(|e| io(e.error))?;
         sweep(&builds);
         Ok(())
+    }
+}
+
+/// The record in `bytes`, when it is of this version of trainc, with its
+/// per-file part undecoded.
+fn load(bytes: &[u8]) -> Result<(Record, &[u8]), String> {
+    match codec::format(bytes) {
+        Some(FORMAT) => codec::decode(bytes).map_err(|_| "the record is damaged".into()),
+        Some(_) => Err("the record is from another version of trainc".into()),
+        None => Err("the record is damaged".into()),
     }
 }
 
@@ -445,9 +493,11 @@ fn sweep(builds: &Path) {
         let Ok(name) = e.file_name().to_str() else {
             continue;
         };
-        // Only names trainc gives: `<32 hex digits>.json`, `.record-XXXXXX`.
+        // Only names trainc gives: `<32 hex digits>.rec` (`.json` before
+        // format 6), `.record-XXXXXX`.
         let ours = name
-            .strip_suffix(".json")
+            .strip_suffix(".rec")
+            .or_else(|| name.strip_suffix(".json"))
             .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
             || name
                 .strip_prefix(".record-")
@@ -567,7 +617,7 @@ mod tests {
         };
         fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
                     .into()
@@ -577,14 +627,14 @@ mod tests {
         fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
         assert!(
             cache
-                .save(&req, &read, &State::default(), &[&plan])
+                .save(&req, &read, &mut State::default(), &[&plan])
                 .is_err(),
             "temporary file"
         );
         fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
         fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
             Err(
                 "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
                     .into()
@@ -592,7 +642,10 @@ mod tests {
         );
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
-        assert_eq!(cache.save(&req, &read, &State::default(), &[&plan]), Ok(()));
+        assert_eq!(
+            cache.save(&req, &read, &mut State::default(), &[&plan]),
+            Ok(())
+        );
         assert!(cache.file.is_file());
     }
 
@@ -604,6 +657,8 @@ mod tests {
         let old = SystemTime::now() - UNUSED - Duration::from_secs(60);
         let names = [
             ("0123456789abcdef0123456789abcdef.json", true),
+            ("0123456789abcdef0123456789abcdef.rec", true),
+            ("0123456789abcdef.rec", false),
             (".record-a1B2c3", true),
             ("report.json", false),
             ("0123456789abcdef.json", false),
@@ -660,13 +715,13 @@ mod tests {
             outputs: Vec::new(),
             files: None,
         };
-        assert!(cache.write(&record).is_err());
+        assert!(cache.write(&record, None).is_err());
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
         assert!(cache.read().is_err(), "nothing read");
 
         // A record that is a symlink is neither swept nor trusted.
         fs::remove_file(cache_dir.join("builds")).unwrap();
-        cache.write(&record).unwrap();
+        cache.write(&record, None).unwrap();
         let builds = cache_dir.join("builds");
         std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
         sweep(&builds);

@@ -20,44 +20,37 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 /// One entry below an output root, in walk order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// Relative, `/`-separated path.
     pub path: String,
     pub kind: Kind,
     /// Files only: `lstat` signature and content hash.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileState>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    #[serde(rename = "f")]
     File,
-    #[serde(rename = "d")]
     Dir,
-    #[serde(rename = "l")]
     Symlink,
-    #[serde(rename = "o")]
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileState {
     pub sig: Sig,
     pub hash: String,
     /// Written too close to the snapshot for the signature to vouch for the
     /// bytes: hash them next time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub racy: bool,
 }
 
 /// `lstat` fields that change when a file's bytes do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sig {
     pub ino: u64,
     pub size: u64,
@@ -68,7 +61,29 @@ pub struct Sig {
 }
 
 impl Sig {
-    pub(super) fn of(m: &fs::Metadata) -> Self {
+    /// The signature `lstat` gives now of the file at `path`, when it is a
+    /// regular file.
+    pub(super) fn now(path: &Path) -> io::Result<Self> {
+        let m = fs::symlink_metadata(path)?;
+        if !m.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        Ok(Self::of(&m))
+    }
+
+    fn of_stat(st: &rustix::fs::Stat) -> Self {
+        let ns = |s: i64, n: u64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        Self {
+            ino: st.st_ino as u64,
+            size: u64::try_from(st.st_size).unwrap_or(u64::MAX),
+            mode: st.st_mode as u32,
+            mtime: ns(st.st_mtime as i64, st.st_mtime_nsec as u64),
+            ctime: ns(st.st_ctime as i64, st.st_ctime_nsec as u64),
+        }
+    }
+
+    fn of(m: &fs::Metadata) -> Self {
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Self {
             ino: m.ino(),
@@ -84,7 +99,7 @@ impl Sig {
     /// the times as they are. File systems stamp times from a coarse clock (a few
     /// milliseconds); those with whole-second times (FAT has two) show no
     /// nanoseconds.
-    fn racy(&self, mark: i128) -> bool {
+    pub(super) fn racy(&self, mark: i128) -> bool {
         let coarse = self.mtime % 1_000_000_000 == 0 && self.ctime % 1_000_000_000 == 0;
         let margin = if coarse { 2_000_000_000 } else { 50_000_000 };
         self.mtime.max(self.ctime) >= mark - margin
@@ -128,26 +143,113 @@ pub fn take(
     hash: impl Fn(&str, &Path) -> io::Result<String>,
 ) -> io::Result<Option<Vec<Entry>>> {
     let mut entries = Vec::new();
-    let present = walk(root, |path, kind, full, meta| {
-        let file = match (kind, meta) {
-            (Kind::File, Some(m)) => {
-                let sig = Sig::of(m);
-                Some(FileState {
+    let present = walk(
+        root,
+        |path, kind, sig| {
+            let file = match sig {
+                Some(sig) => Some(FileState {
                     sig,
-                    hash: hash(path, full)?,
+                    hash: hash(path, &root.join(path))?,
                     racy: sig.racy(mark),
-                })
-            }
-            _ => None,
-        };
-        entries.push(Entry {
-            path: path.to_owned(),
-            kind,
-            file,
-        });
-        Ok(true)
-    })?;
+                }),
+                None => None,
+            };
+            entries.push(Entry {
+                path: path.to_owned(),
+                kind,
+                file,
+            });
+            Ok(true)
+        },
+        |_| Ok(()),
+    )?;
     Ok(present.then_some(entries))
+}
+
+/// The snapshot of `root` after `plan` was applied to it, from `before`,
+/// the entries a walk saw (in walk order) just before: each file written
+/// is looked at again (its signature, racy of course), each file deleted
+/// dropped, each directory made for a new file added, and every signature
+/// checked for raciness against `mark`. Costs what the plan wrote, not the
+/// size of the tree. Whatever else changed since the walk is found by the
+/// next check, which compares every entry.
+pub fn after(
+    root: &Path,
+    before: Vec<Entry>,
+    plan: &crate::plan::Plan,
+    mark: i128,
+) -> io::Result<Vec<Entry>> {
+    use crate::plan::Op;
+    // Each entry that changes: its new state, or `None` when it is gone.
+    let mut mods: Vec<(String, Option<Entry>)> = Vec::new();
+    let mut made = std::collections::HashSet::new();
+    for c in plan.pending() {
+        if c.op == Op::Delete {
+            mods.push((c.path.clone(), None));
+            // A deletion removes the directories it leaves empty.
+            let mut dir = c.path.as_str();
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                dir = parent;
+                if fs::symlink_metadata(root.join(dir)).is_ok() || !made.insert(dir.to_owned()) {
+                    break;
+                }
+                mods.push((dir.to_owned(), None));
+            }
+            continue;
+        }
+        let sig = Sig::now(&root.join(&c.path))
+            .map_err(|e| io::Error::other(format!("{}: {e}", c.path)))?;
+        mods.push((
+            c.path.clone(),
+            Some(Entry {
+                path: c.path.clone(),
+                kind: Kind::File,
+                file: Some(FileState {
+                    sig,
+                    hash: content_hash(&c.new),
+                    racy: true,
+                }),
+            }),
+        ));
+        if c.op == Op::Create {
+            let mut dir = c.path.as_str();
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                dir = parent;
+                let known = before
+                    .binary_search_by(|e| walk_cmp(&e.path, dir))
+                    .is_ok_and(|i| before[i].kind == Kind::Dir);
+                if known || !made.insert(dir.to_owned()) {
+                    break;
+                }
+                mods.push((
+                    dir.to_owned(),
+                    Some(Entry {
+                        path: dir.to_owned(),
+                        kind: Kind::Dir,
+                        file: None,
+                    }),
+                ));
+            }
+        }
+    }
+    mods.sort_by(|a, b| walk_cmp(&a.0, &b.0));
+    let mut out = Vec::with_capacity(before.len() + mods.len());
+    let mut mods = mods.into_iter().peekable();
+    for mut e in before {
+        while let Some((_, m)) = mods.next_if(|(p, _)| walk_cmp(p, &e.path).is_lt()) {
+            out.extend(m);
+        }
+        if let Some((_, m)) = mods.next_if(|(p, _)| *p == e.path) {
+            out.extend(m);
+            continue;
+        }
+        if let Some(f) = &mut e.file {
+            f.racy = f.sig.racy(mark);
+        }
+        out.push(e);
+    }
+    out.extend(mods.flat_map(|(_, m)| m));
+    Ok(out)
 }
 
 /// How a directory compares with its snapshot.
@@ -166,64 +268,83 @@ pub enum Verdict {
 /// moved or was racy.
 pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
     let expected = recorded.unwrap_or_default();
-    let mut next = expected.iter();
-    let mut fresh = Vec::with_capacity(expected.len());
-    let mut refreshed = false;
+    let mut next = expected.iter().enumerate();
+    // Only what moved is copied: a current tree allocates nothing.
+    let mut moved: Vec<(usize, Sig)> = Vec::new();
     let mut why = String::new();
-    let present = walk(root, |path, kind, full, meta| {
-        let Some(want) = next.next() else {
-            why = format!("{path} is new");
-            return Ok(false);
-        };
-        if want.path != path || want.kind != kind {
-            why = if want.path == path {
-                format!("{path} changed type")
-            } else if fs::symlink_metadata(root.join(&want.path)).is_err() {
-                format!("{} is gone", want.path)
-            } else {
-                format!("{path} is new")
+    let present = walk(
+        root,
+        |path, kind, sig| {
+            let Some((i, want)) = next.next() else {
+                why = format!("{path} is new");
+                return Ok(false);
             };
-            return Ok(false);
-        }
-        let mut entry = want.clone();
-        if let (Some(state), Some(m)) = (&mut entry.file, meta) {
-            let sig = Sig::of(m);
-            if state.racy || sig != state.sig {
+            if want.path != path || want.kind != kind {
+                why = if want.path == path {
+                    format!("{path} changed type")
+                } else if fs::symlink_metadata(root.join(&want.path)).is_err() {
+                    format!("{} is gone", want.path)
+                } else {
+                    format!("{path} is new")
+                };
+                return Ok(false);
+            }
+            if let (Some(state), Some(sig)) = (&want.file, sig)
+                && (state.racy || sig != state.sig)
+            {
                 // Equal bytes under a new signature (a `touch`, a checkout)
                 // are still current.
-                if file_hash(path, full)?.0 != state.hash {
+                if file_hash(path, &root.join(path))?.0 != state.hash {
                     why = format!("{path} was edited");
                     return Ok(false);
                 }
-                state.sig = sig;
-                state.racy = sig.racy(mark);
-                refreshed = true;
+                moved.push((i, sig));
             }
-        }
-        fresh.push(entry);
-        Ok(true)
-    });
+            Ok(true)
+        },
+        |_| Ok(()),
+    );
     match present {
         Ok(present) if present != recorded.is_some() => {
             Verdict::Differs(if present { "it appeared" } else { "it is gone" }.to_owned())
         }
         Ok(present) => match next.next() {
-            Some(gone) => Verdict::Differs(format!("{} is gone", gone.path)),
-            None if refreshed => Verdict::Refreshed(present.then_some(fresh)),
-            None => Verdict::Same,
+            Some((_, gone)) => Verdict::Differs(format!("{} is gone", gone.path)),
+            None if moved.is_empty() => Verdict::Same,
+            None => {
+                let mut fresh = expected.to_vec();
+                for (i, sig) in moved {
+                    if let Some(state) = fresh.get_mut(i).and_then(|e| e.file.as_mut()) {
+                        state.sig = sig;
+                        state.racy = sig.racy(mark);
+                    }
+                }
+                Verdict::Refreshed(present.then_some(fresh))
+            }
         },
         Err(e) if why.is_empty() => Verdict::Differs(e.to_string()),
         Err(_) => Verdict::Differs(why),
     }
 }
 
-/// Calls `each(relative path, kind, path, lstat)` for every entry below
-/// `root` that a plan walks ([`crate::plan::walk`]), in sorted order, until it returns `false`. Returns whether `root`
-/// exists; an error when `root` is not a directory or `each` stopped.
+/// Calls `each(relative path, kind, lstat signature of a file)` for every
+/// entry below `root` that a plan walks ([`crate::plan::walk`]: no symlink
+/// followed but the root, no directory entered but a
+/// [`crate::plan::layout_dir`]), in the same order (each directory's entries
+/// sorted by name, a directory before what it holds), until it returns
+/// `false`; and `skipped(relative path)` for each directory it does not
+/// enter. Returns whether `root` exists; an error when `root` is not a
+/// directory, a name is not UTF-8, or `each` stopped.
+///
+/// The same walk as [`crate::plan::walk`], done with one `getdents` per
+/// directory and one `fstatat` per file relative to its directory: the
+/// walk every cached build pays, and most of a no-op's time.
 pub(super) fn walk(
     root: &Path,
-    mut each: impl FnMut(&str, Kind, &Path, Option<&fs::Metadata>) -> io::Result<bool>,
+    mut each: impl FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
+    mut skipped: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
     // The root may be a symlink, as a build writes through it; nothing
     // below it is followed.
     match fs::metadata(root) {
@@ -232,36 +353,102 @@ pub(super) fn walk(
         Ok(m) if !m.is_dir() => return Err(io::Error::other("not a directory")),
         Ok(_) => {}
     }
-    // What a plan walks, and nothing else: what lies outside cannot change
-    // a build, and `.git` there is not hashed.
-    for entry in crate::plan::walk(root) {
-        let entry = entry.map_err(io::Error::other)?;
-        let t = entry.file_type();
-        let kind = if t.is_file() {
-            Kind::File
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_symlink() {
-            Kind::Symlink
-        } else {
-            Kind::Other
-        };
-        let meta = match kind {
-            Kind::File => Some(entry.metadata().map_err(io::Error::other)?),
-            _ => None,
-        };
-        let rel = entry
-            .path()
-            .strip_prefix(root)
-            .map_err(io::Error::other)?
-            .to_str()
-            .ok_or_else(|| io::Error::other("a path that is not UTF-8"))?
-            .replace(std::path::MAIN_SEPARATOR, "/");
-        if !each(&rel, kind, entry.path(), meta.as_ref())? {
-            return Err(io::Error::other("stopped"));
-        }
+    let fd = openat(
+        CWD,
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut rel = String::new();
+    if !walk_dir(&fd, &mut rel, &mut each, &mut skipped)? {
+        return Err(io::Error::other("stopped"));
     }
     Ok(true)
+}
+
+/// The entries of the directory open as `fd` (at `rel`, empty or ending in
+/// `/`), then each subdirectory's; `false` when `each` stopped.
+fn walk_dir(
+    fd: &rustix::fd::OwnedFd,
+    rel: &mut String,
+    each: &mut impl FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
+    skipped: &mut impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<bool> {
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, openat, statat};
+    // Names in one buffer, each followed by its NUL: no allocation per entry.
+    let mut names = Vec::new();
+    let mut found: Vec<(usize, usize, FileType)> = Vec::new();
+    let mut dir = Dir::read_from(fd)?;
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let start = names.len();
+        names.extend_from_slice(name);
+        names.push(0);
+        found.push((start, name.len(), entry.file_type()));
+    }
+    drop(dir);
+    found.sort_unstable_by(|a, b| names[a.0..a.0 + a.1].cmp(&names[b.0..b.0 + b.1]));
+    let len = rel.len();
+    for (start, n, mut t) in found {
+        let name = std::str::from_utf8(&names[start..start + n])
+            .map_err(|_| io::Error::other("a path that is not UTF-8"))?;
+        let cname = std::ffi::CStr::from_bytes_with_nul(&names[start..=start + n])
+            .map_err(io::Error::other)?;
+        let mut stat = None;
+        if t == FileType::Unknown || t == FileType::RegularFile {
+            let st = statat(fd, cname, AtFlags::SYMLINK_NOFOLLOW)?;
+            t = FileType::from_raw_mode(st.st_mode);
+            stat = Some(st);
+        }
+        rel.push_str(name);
+        let kind = match t {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Dir,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Other,
+        };
+        let sig = match (kind, stat) {
+            (Kind::File, Some(st)) => Some(Sig::of_stat(&st)),
+            _ => None,
+        };
+        if kind == Kind::Dir && !crate::plan::layout_dir(name) {
+            skipped(rel)?;
+        } else {
+            if !each(rel, kind, sig)? {
+                return Ok(false);
+            }
+            if kind == Kind::Dir {
+                let sub = openat(
+                    fd,
+                    cname,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                rel.push('/');
+                if !walk_dir(&sub, rel, each, skipped)? {
+                    return Ok(false);
+                }
+            }
+        }
+        rel.truncate(len);
+    }
+    Ok(true)
+}
+
+/// The order of [`walk`] on relative paths: by name, component by
+/// component, so `a/b` comes before `a-c` (a `/` sorts before any byte of
+/// a name).
+pub fn walk_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    // Walks mostly compare a path with itself.
+    if a == b {
+        return std::cmp::Ordering::Equal;
+    }
+    let key = |c: u8| if c == b'/' { 0 } else { c };
+    a.bytes().map(key).cmp(b.bytes().map(key))
 }
 
 #[cfg(test)]
@@ -332,6 +519,33 @@ mod tests {
             .unwrap();
         assert!(s.iter().all(|e| e.file.as_ref().is_some_and(|f| !f.racy)));
         assert_eq!(verify(root, Some(&s), later), Verdict::Same);
+    }
+
+    /// The order of the walk, on paths: a directory's entries right after it.
+    #[test]
+    fn paths_compare_in_walk_order() {
+        let mut paths = vec!["a-c", "a/b", "a", "a/b/c", "b", "a.yaml", "A"];
+        paths.sort_by(|a, b| walk_cmp(a, b));
+        assert_eq!(paths, ["A", "a", "a/b", "a/b/c", "a-c", "a.yaml", "b"]);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["a/b", "a-c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("a.yaml"), "").unwrap();
+        fs::write(root.join("a/b/c"), "").unwrap();
+        let mut seen = Vec::new();
+        walk(
+            root,
+            |rel, _, _| {
+                seen.push(rel.to_owned());
+                Ok(true)
+            },
+            |_| Ok(()),
+        )
+        .unwrap();
+        assert!(seen.is_sorted_by(|a, b| walk_cmp(a, b).is_lt()), "{seen:?}");
+        assert_eq!(seen, ["a", "a/b", "a/b/c", "a-c", "a.yaml"]);
     }
 
     #[test]

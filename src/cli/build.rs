@@ -84,8 +84,8 @@ pub(super) fn build(
         Ok(Err(why)) => Err(why),
         Err(why) => Err(why.clone()),
     };
-    let (plans, read, state, warnings) = match planned {
-        Ok(p) => {
+    let (plans, read, mut state, warnings) = match planned {
+        Ok(mut p) => {
             if verbose {
                 eprintln!("{}", p.verbose);
             }
@@ -102,7 +102,7 @@ pub(super) fn build(
                     r.link().map_err(&fail)?;
                 }
                 // Still locked: the snapshot is of this build's output.
-                record(&cache, &req, &p.read, &p.state, &p.plans, verbose);
+                record(&cache, &req, &p.read, &mut p.state, &p.plans, verbose);
             }
             drop(p.locks);
             (p.plans, p.read, p.state, p.warnings)
@@ -116,7 +116,7 @@ pub(super) fn build(
     };
     let current = plans.iter().all(|(p, _)| p.is_noop());
     if check && current {
-        record(&cache, &req, &read, &state, &plans, verbose);
+        record(&cache, &req, &read, &mut state, &plans, verbose);
     }
     // Nothing to do is one line, however many directories.
     let text = if check {
@@ -155,6 +155,9 @@ pub(super) fn build(
             }
         }
     }
+    // The process ends after this: freeing a large build's plans and
+    // records one allocation at a time costs more than a small build.
+    std::mem::forget((plans, state));
     Ok(if check && !current {
         Status::Changes
     } else {
@@ -233,7 +236,7 @@ fn streamed(
     };
     let stagers = stagers(targets, cache.is_ok(), mode);
     let desired = desired_into(cwd, inputs, targets, cache.is_ok(), Some(&stagers), fail);
-    let (dests, read, state, warnings) = match desired {
+    let (dests, read, mut state, warnings) = match desired {
         Ok(d) => d,
         Err(f) => {
             // Dropping the stagers removes what they staged.
@@ -291,7 +294,7 @@ fn streamed(
         r.link().map_err(fail)?;
     }
     // Still locked: the snapshot is of this build's output.
-    record(cache, req, &read, &state, &done, opts.verbose);
+    record(cache, req, &read, &mut state, &done, opts.verbose);
     drop(locks);
     Ok((done, read, state, warnings))
 }
@@ -301,7 +304,7 @@ fn record(
     cache: &Result<cache::Cache, String>,
     req: &cache::Request,
     read: &crate::pipeline::Read,
-    state: &cache::State,
+    state: &mut cache::State,
     plans: &[(Plan, String)],
     verbose: bool,
 ) {

@@ -41,6 +41,9 @@ pub(super) fn diff(
                 warn(&p.warnings, color);
             }
             let warnings = p.warnings;
+            // The process ends after the report: the record's state is
+            // not freed one allocation at a time.
+            std::mem::forget(p.state);
             let plans: Vec<(plan::Plan, String, bool)> = p
                 .plans
                 .into_iter()

@@ -344,33 +344,30 @@ pub(super) fn incremental(
 ) -> Result<Planned, String> {
     let project = &targets.project;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
-    let mut warnings = inc.warnings;
-    for (i, (set, extra)) in targets.sets.iter().zip(&inc.extra).enumerate() {
-        if set.own {
-            // The files of unchanged jobs are not read for this either.
-            let dest = inc.dests.iter().find(|d| d.set == i && !d.builds);
-            let vouched = dest.map(crate::cache::incremental::Dest::vouched);
-            warnings.extend(crate::resources::unlisted_known(
-                &set.output,
-                &project.shown_dir(&set.output),
-                extra,
-                vouched
-                    .as_ref()
-                    .map(|v| v as &dyn Fn(&str, &std::fs::Metadata) -> bool),
-            ));
-        }
-    }
+    let mut inc = inc;
+    let mut warnings = std::mem::take(&mut inc.warnings);
     let mut locks = Vec::new();
     let mut plans = Vec::new();
     let mut labels = Vec::new();
-    for d in inc.dests {
+    let mut known = 0u64;
+    for d in std::mem::take(&mut inc.dests) {
         if lock {
             locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
         }
         let shown = project.shown_dir(&d.dir);
         labels.push(several && !d.builds);
-        plans.push((crate::cache::incremental::plan(d, &shown)?, shown));
+        // What a controller syncing the project's output would miss,
+        // found by the same walk.
+        let set = &targets.sets[d.set];
+        let unlisted = (set.own && !d.builds)
+            .then(|| inc.extra.get(d.set).map(Vec::as_slice))
+            .flatten();
+        let p = crate::cache::incremental::plan(d, &shown, unlisted, &mut inc.state)?;
+        warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
+        known += p.known;
+        plans.push((p.plan, shown));
     }
+    inc.within_limit(known)?;
     let verbose = format!(
         "cache: re-rendering {} of {}, because {}",
         plural(inc.compiled, "job"),

@@ -353,15 +353,23 @@ fn left_out(context: &Path, rel: &str, ignore: &DockerIgnore) -> bool {
         return true;
     }
     let path = context.join(rel);
+    let future = || ignore.excludes(rel) || ignore.excludes(&format!("{rel}/file"));
     match fs::symlink_metadata(&path) {
-        Err(_) => ignore.excludes(rel) || ignore.excludes(&format!("{rel}/file")),
+        Err(_) => future(),
         Ok(m) if !m.is_dir() => ignore.excludes(rel),
-        Ok(_) => walkdir::WalkDir::new(&path)
-            .min_depth(1)
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_type().is_dir())
-            .all(|e| {
+        Ok(_) => {
+            let mut files = walkdir::WalkDir::new(&path)
+                .min_depth(1)
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| !e.file_type().is_dir())
+                .peekable();
+            // An empty directory (one a build's lock just made) holds what
+            // the build will write: judged as one that does not exist yet.
+            if files.peek().is_none() {
+                return future();
+            }
+            files.all(|e| {
                 e.path().strip_prefix(context).is_ok_and(|r| {
                     let r = r
                         .components()
@@ -370,7 +378,8 @@ fn left_out(context: &Path, rel: &str, ignore: &DockerIgnore) -> bool {
                         .join("/");
                     ignore.excludes(&r)
                 })
-            }),
+            })
+        }
     }
 }
 

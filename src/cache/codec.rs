@@ -1,0 +1,805 @@
+//! The byte encoding of build-cache records: length-prefixed fields and
+//! LEB128 integers, no field names, paths of a snapshot stored as the
+//! bytes they add to the path before them.
+//!
+//! A record is untrusted input (another process may have truncated or
+//! scribbled on it): every read is bounds-checked, no count is trusted for
+//! an allocation larger than the bytes that remain, and any inconsistency
+//! is an error, never a panic. Decoding a record costs about one pass over
+//! its bytes, a fraction of parsing the same record as JSON.
+
+/// Why a record cannot be decoded; the caller says only "damaged".
+#[derive(Debug, PartialEq, Eq)]
+pub struct Damaged;
+
+pub type Result<T> = std::result::Result<T, Damaged>;
+
+/// Appends fields to a buffer.
+#[derive(Default)]
+pub struct Writer {
+    pub buf: Vec<u8>,
+}
+
+impl Writer {
+    pub fn u8(&mut self, b: u8) {
+        self.buf.push(b);
+    }
+
+    pub fn uint(&mut self, mut n: u128) {
+        loop {
+            let low = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                self.buf.push(low);
+                return;
+            }
+            self.buf.push(low | 0x80);
+        }
+    }
+
+    pub fn usize(&mut self, n: usize) {
+        self.uint(n as u128);
+    }
+
+    /// Zig-zag, so that small negative numbers stay short.
+    pub fn int(&mut self, n: i128) {
+        self.uint(((n << 1) ^ (n >> 127)) as u128);
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.usize(b.len());
+        self.buf.extend_from_slice(b);
+    }
+
+    pub fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    pub fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+
+    /// `s`, as the bytes it adds to `prev` (sorted neighbours share most).
+    pub fn str_after(&mut self, prev: &str, s: &str) {
+        let shared = prev
+            .bytes()
+            .zip(s.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.usize(shared);
+        self.bytes(&s.as_bytes()[shared..]);
+    }
+
+    /// Raw bytes of a length both sides know.
+    pub fn fixed(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+}
+
+/// Reads fields from a record's bytes.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self { buf }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn u8(&mut self) -> Result<u8> {
+        let (&b, rest) = self.buf.split_first().ok_or(Damaged)?;
+        self.buf = rest;
+        Ok(b)
+    }
+
+    pub fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(Damaged),
+        }
+    }
+
+    pub fn uint(&mut self) -> Result<u128> {
+        let mut n: u128 = 0;
+        for shift in (0..128).step_by(7) {
+            let b = self.u8()?;
+            let part = u128::from(b & 0x7f);
+            // Bits past the 128th mean the bytes are not ours.
+            if shift > 0 && part >> (128 - shift) != 0 {
+                return Err(Damaged);
+            }
+            n |= part << shift;
+            if b & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err(Damaged)
+    }
+
+    pub fn u64(&mut self) -> Result<u64> {
+        u64::try_from(self.uint()?).map_err(|_| Damaged)
+    }
+
+    pub fn u32(&mut self) -> Result<u32> {
+        u32::try_from(self.uint()?).map_err(|_| Damaged)
+    }
+
+    pub fn usize(&mut self) -> Result<usize> {
+        usize::try_from(self.uint()?).map_err(|_| Damaged)
+    }
+
+    pub fn int(&mut self) -> Result<i128> {
+        let z = self.uint()?;
+        Ok(((z >> 1) as i128) ^ -((z & 1) as i128))
+    }
+
+    /// A count of items that take at least one byte each: never more than
+    /// the bytes left, so that a forged count cannot ask for a huge
+    /// allocation.
+    pub fn count(&mut self) -> Result<usize> {
+        let n = self.usize()?;
+        if n > self.buf.len() {
+            return Err(Damaged);
+        }
+        Ok(n)
+    }
+
+    pub fn fixed(&mut self, len: usize) -> Result<&'a [u8]> {
+        if len > self.buf.len() {
+            return Err(Damaged);
+        }
+        let (b, rest) = self.buf.split_at(len);
+        self.buf = rest;
+        Ok(b)
+    }
+
+    pub fn bytes(&mut self) -> Result<&'a [u8]> {
+        let len = self.usize()?;
+        self.fixed(len)
+    }
+
+    pub fn str(&mut self) -> Result<&'a str> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| Damaged)
+    }
+
+    pub fn string(&mut self) -> Result<String> {
+        self.str().map(str::to_owned)
+    }
+
+    pub fn opt_string(&mut self) -> Result<Option<String>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => self.string().map(Some),
+            _ => Err(Damaged),
+        }
+    }
+
+    /// A string written by [`Writer::str_after`] `prev`.
+    pub fn string_after(&mut self, prev: &str) -> Result<String> {
+        let shared = self.usize()?;
+        let head = prev.as_bytes().get(..shared).ok_or(Damaged)?;
+        let tail = self.bytes()?;
+        let mut s = Vec::with_capacity(shared + tail.len());
+        s.extend_from_slice(head);
+        s.extend_from_slice(tail);
+        String::from_utf8(s).map_err(|_| Damaged)
+    }
+
+    /// `n` items read by `each`.
+    pub fn list<T>(&mut self, mut each: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+        let n = self.count()?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(each(self)?);
+        }
+        Ok(out)
+    }
+}
+
+/// 16 bytes from 32 lower-case hex digits, as [`super::key::hex`] writes them.
+pub fn unhex16(s: &str) -> Option<[u8; 16]> {
+    let b = s.as_bytes();
+    if b.len() != 32 {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = digit(b[2 * i])? << 4 | digit(b[2 * i + 1])?;
+    }
+    Some(out)
+}
+
+// ------------------------------------------------------------ records
+
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+use std::path::{Path, PathBuf};
+
+use super::Record;
+use super::incremental::{BuildRecord, Files, JobRecord, PartRecord, SourceRecord};
+use super::snapshot::{Entry, FileState, Kind, Sig};
+use crate::pipeline::Summary;
+
+/// How every record starts; the format number follows. A record of
+/// format 5 or older is JSON, and starts with `{`.
+pub const MAGIC: &[u8] = b"trainc build record\n";
+
+/// A record's bytes: the magic, the format, then two length-prefixed
+/// sections: what a no-op build reads (the key, contexts and snapshots),
+/// and the per-definition-file part only an incremental build reads: the
+/// record's, or `files` as [`decode`] left it.
+pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.fixed(MAGIC);
+    w.uint(u128::from(record.format));
+    let mut main = Writer::default();
+    main.str(&record.key);
+    // A few contexts at most: their JSON costs nothing to parse.
+    main.bytes(&serde_json::to_vec(&record.contexts).unwrap_or_default());
+    main.usize(record.dests.len());
+    for (dir, n) in &record.dests {
+        main.bytes(dir.as_os_str().as_bytes());
+        main.usize(*n);
+    }
+    main.usize(record.outputs.len());
+    for (dir, entries) in &record.outputs {
+        main.bytes(dir.as_os_str().as_bytes());
+        match entries {
+            None => main.u8(0),
+            Some(entries) => {
+                main.u8(1);
+                write_entries(&mut main, entries);
+            }
+        }
+    }
+    section(&mut w, &main.buf);
+    if let Some(raw) = files {
+        section(&mut w, raw);
+        return w.buf;
+    }
+    let mut files = Writer::default();
+    match &record.files {
+        None => files.u8(0),
+        Some(f) => {
+            files.u8(1);
+            write_files(&mut files, f);
+        }
+    }
+    section(&mut w, &files.buf);
+    w.buf
+}
+
+/// A section: its length, its bytes, and their [`checksum`].
+fn section(w: &mut Writer, bytes: &[u8]) {
+    w.bytes(bytes);
+    w.fixed(&checksum(bytes).to_le_bytes());
+}
+
+fn read_section<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
+    let bytes = r.bytes()?;
+    let sum = r.fixed(8)?;
+    if sum != checksum(bytes).to_le_bytes() {
+        return Err(Damaged);
+    }
+    Ok(bytes)
+}
+
+/// A 64-bit checksum, so that a record damaged on disk (a flipped bit, a
+/// torn write) is not believed: each step is a bijection of the state, so
+/// any one changed word changes the sum. Not a defence against forgery
+/// (see "The build cache is trusted" in docs/output.md), and cheap: a
+/// fraction of a millisecond for a record of 1,000 jobs.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = 0x2545_f491_4f6c_dd1d ^ bytes.len() as u64;
+    let mut step = |word: u64| {
+        h = (h ^ word).wrapping_mul(K);
+        h ^= h >> 29;
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(c);
+        step(u64::from_le_bytes(word));
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    step(u64::from_le_bytes(tail));
+    h
+}
+
+/// The format of a record; `None` when it is not one of ours, or damaged.
+/// Records of format 5 and before are JSON.
+pub fn format(bytes: &[u8]) -> Option<u32> {
+    if bytes.first() == Some(&b'{') {
+        #[derive(serde::Deserialize)]
+        struct Json {
+            format: u32,
+        }
+        return serde_json::from_slice::<Json>(bytes).ok().map(|j| j.format);
+    }
+    let rest = bytes.strip_prefix(MAGIC)?;
+    Reader::new(rest).u32().ok()
+}
+
+/// The record in `bytes` (of the current format: see [`format`]), but
+/// for the per-file part, returned undecoded (see [`decode_files`]).
+pub fn decode(bytes: &[u8]) -> Result<(Record, &[u8])> {
+    let mut r = Reader::new(bytes.strip_prefix(MAGIC).ok_or(Damaged)?);
+    let format = r.u32()?;
+    let mut main = Reader::new(read_section(&mut r)?);
+    let files = read_section(&mut r)?;
+    if !r.is_empty() {
+        return Err(Damaged);
+    }
+    let key = main.string()?;
+    let contexts = serde_json::from_slice(main.bytes()?).map_err(|_| Damaged)?;
+    let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
+    let outputs = main.list(|r| {
+        let dir = path(r)?;
+        let entries = match r.u8()? {
+            0 => None,
+            1 => Some(read_entries(r)?),
+            _ => return Err(Damaged),
+        };
+        Ok((dir, entries))
+    })?;
+    if !main.is_empty() {
+        return Err(Damaged);
+    }
+    let record = Record {
+        format,
+        key,
+        contexts,
+        dests,
+        outputs,
+        files: None,
+    };
+    Ok((record, files))
+}
+
+/// The per-file part of a record, as [`decode`] left it.
+pub fn decode_files(bytes: &[u8]) -> Result<Option<Files>> {
+    let mut r = Reader::new(bytes);
+    let files = match r.u8()? {
+        0 => None,
+        1 => Some(read_files(&mut r)?),
+        _ => return Err(Damaged),
+    };
+    if !r.is_empty() {
+        return Err(Damaged);
+    }
+    Ok(files)
+}
+
+fn path(r: &mut Reader) -> Result<PathBuf> {
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(
+        r.bytes()?.to_vec(),
+    )))
+}
+
+fn write_path(w: &mut Writer, p: &Path) {
+    w.bytes(p.as_os_str().as_bytes());
+}
+
+/// A content hash: 16 bytes, with a flag for the hash of a foreign
+/// file's head (`head:` in memory).
+fn write_hash(w: &mut Writer, hash: &str) {
+    let (head, hex) = match hash.strip_prefix("head:") {
+        Some(hex) => (1, hex),
+        None => (0, hash),
+    };
+    match unhex16(hex) {
+        Some(raw) => {
+            w.u8(head);
+            w.fixed(&raw);
+        }
+        // Not a hash trainc makes: kept as it is, and never equal to one.
+        None => {
+            w.u8(2);
+            w.str(hash);
+        }
+    }
+}
+
+fn read_hash(r: &mut Reader) -> Result<String> {
+    let tag = r.u8()?;
+    if tag == 2 {
+        return r.string();
+    }
+    let raw = r.fixed(16)?;
+    let hex = super::key::hex(raw);
+    match tag {
+        0 => Ok(hex),
+        1 => Ok(format!("head:{hex}")),
+        _ => Err(Damaged),
+    }
+}
+
+fn write_entries(w: &mut Writer, entries: &[Entry]) {
+    w.usize(entries.len());
+    let mut prev = "";
+    for e in entries {
+        w.str_after(prev, &e.path);
+        prev = &e.path;
+        let kind = match e.kind {
+            Kind::File => 0,
+            Kind::Dir => 1,
+            Kind::Symlink => 2,
+            Kind::Other => 3,
+        };
+        match &e.file {
+            None => w.u8(kind),
+            Some(f) => {
+                w.u8(kind | 4 | if f.racy { 8 } else { 0 });
+                w.uint(u128::from(f.sig.ino));
+                w.uint(u128::from(f.sig.size));
+                w.uint(u128::from(f.sig.mode));
+                w.int(f.sig.mtime);
+                w.int(f.sig.ctime);
+                write_hash(w, &f.hash);
+            }
+        }
+    }
+}
+
+fn read_entries(r: &mut Reader) -> Result<Vec<Entry>> {
+    let n = r.count()?;
+    let mut out: Vec<Entry> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let path = r.string_after(out.last().map_or("", |e| e.path.as_str()))?;
+        let flags = r.u8()?;
+        let kind = match flags & 3 {
+            0 => Kind::File,
+            1 => Kind::Dir,
+            2 => Kind::Symlink,
+            _ => Kind::Other,
+        };
+        let file = match flags >> 2 {
+            0 => None,
+            1 | 3 => Some(FileState {
+                sig: Sig {
+                    ino: r.u64()?,
+                    size: r.u64()?,
+                    mode: r.u32()?,
+                    mtime: r.int()?,
+                    ctime: r.int()?,
+                },
+                hash: read_hash(r)?,
+                racy: flags & 8 != 0,
+            }),
+            _ => return Err(Damaged),
+        };
+        out.push(Entry { path, kind, file });
+    }
+    Ok(out)
+}
+
+fn write_strs(w: &mut Writer, items: &[String]) {
+    w.usize(items.len());
+    let mut prev = "";
+    for s in items {
+        w.str_after(prev, s);
+        prev = s;
+    }
+}
+
+fn read_strs(r: &mut Reader) -> Result<Vec<String>> {
+    let n = r.count()?;
+    let mut out: Vec<String> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = r.string_after(out.last().map_or("", String::as_str))?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn write_files(w: &mut Writer, files: &Files) {
+    w.str(&files.global);
+    w.usize(files.sources.len());
+    for s in &files.sources {
+        write_path(w, &s.path);
+        write_hash(w, &s.hash);
+        w.u8(u8::from(s.warned));
+        w.usize(s.parts.len());
+        for part in &s.parts {
+            w.usize(part.docs.len());
+            for d in &part.docs {
+                w.str(&d.source);
+                w.str(&d.namespace);
+                w.str(&d.name);
+                w.usize(d.claims.len());
+                let mut prev = "";
+                for (kind, namespace, name) in &d.claims {
+                    w.str(kind);
+                    w.opt_str(namespace.as_deref());
+                    w.str_after(prev, name);
+                    prev = name;
+                }
+                w.uint(u128::from(d.floor));
+            }
+            w.usize(part.jobs.len());
+            for j in &part.jobs {
+                w.str(&j.namespace);
+                w.str(&j.name);
+                write_strs(w, &j.images);
+                write_strs(w, &j.files);
+            }
+            w.usize(part.builds.len());
+            for b in &part.builds {
+                for s in [&b.target, &b.source, &b.context, &b.path, &b.image] {
+                    w.str(s);
+                }
+            }
+        }
+    }
+}
+
+fn read_files(r: &mut Reader) -> Result<Files> {
+    let global = r.string()?;
+    let sources = r.list(|r| {
+        Ok(SourceRecord {
+            path: path(r)?,
+            hash: read_hash(r)?,
+            warned: r.bool()?,
+            parts: r.list(|r| {
+                Ok(PartRecord {
+                    docs: r.list(|r| {
+                        Ok(Summary {
+                            source: r.string()?,
+                            namespace: r.string()?,
+                            name: r.string()?,
+                            claims: {
+                                let n = r.count()?;
+                                let mut claims: Vec<(String, Option<String>, String)> =
+                                    Vec::with_capacity(n);
+                                for _ in 0..n {
+                                    let kind = r.string()?;
+                                    let namespace = r.opt_string()?;
+                                    let prev = claims.last().map_or("", |c| c.2.as_str());
+                                    let name = r.string_after(prev)?;
+                                    claims.push((kind, namespace, name));
+                                }
+                                claims
+                            },
+                            floor: r.u64()?,
+                        })
+                    })?,
+                    jobs: r.list(|r| {
+                        Ok(JobRecord {
+                            namespace: r.string()?,
+                            name: r.string()?,
+                            images: read_strs(r)?,
+                            files: read_strs(r)?,
+                        })
+                    })?,
+                    builds: r.list(|r| {
+                        Ok(BuildRecord {
+                            target: r.string()?,
+                            source: r.string()?,
+                            context: r.string()?,
+                            path: r.string()?,
+                            image: r.string()?,
+                        })
+                    })?,
+                })
+            })?,
+        })
+    })?;
+    Ok(Files { global, sources })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_and_strings_round_trip() {
+        let mut w = Writer::default();
+        let ints = [0u128, 1, 127, 128, 300, u64::MAX as u128, u128::MAX];
+        for n in ints {
+            w.uint(n);
+        }
+        let signed = [0i128, -1, 1, i64::MIN as i128, i128::MIN, i128::MAX];
+        for n in signed {
+            w.int(n);
+        }
+        w.str("ml/job-00000/a.yaml");
+        w.str_after("ml/job-00000/a.yaml", "ml/job-00000/b.yaml");
+        w.opt_str(None);
+        w.opt_str(Some("x"));
+        let mut r = Reader::new(&w.buf);
+        for n in ints {
+            assert_eq!(r.uint(), Ok(n));
+        }
+        for n in signed {
+            assert_eq!(r.int(), Ok(n));
+        }
+        let prev = r.string().unwrap();
+        assert_eq!(r.string_after(&prev).unwrap(), "ml/job-00000/b.yaml");
+        assert_eq!(r.opt_string(), Ok(None));
+        assert_eq!(r.opt_string(), Ok(Some("x".into())));
+        assert!(r.is_empty());
+        assert_eq!(r.u8(), Err(Damaged));
+    }
+
+    /// Forged lengths, counts, prefixes and integers are errors, not
+    /// panics or huge allocations.
+    #[test]
+    fn forged_fields_are_errors() {
+        let mut w = Writer::default();
+        w.uint(u128::from(u64::MAX));
+        assert_eq!(Reader::new(&w.buf).count(), Err(Damaged));
+        assert_eq!(Reader::new(&w.buf).bytes(), Err(Damaged));
+        assert_eq!(Reader::new(&[0xff; 20]).uint(), Err(Damaged));
+        // 2^128 does not fit.
+        let mut too_big = vec![0x80u8; 18];
+        too_big.push(0x04);
+        assert_eq!(Reader::new(&too_big).uint(), Err(Damaged));
+        assert_eq!(
+            Reader::new(&[0x80, 0x80, 0x80, 0x80, 0x10]).u32(),
+            Err(Damaged)
+        );
+        // A shared prefix longer than the string before it.
+        let mut w = Writer::default();
+        w.usize(5);
+        w.str("x");
+        assert_eq!(Reader::new(&w.buf).string_after("abc"), Err(Damaged));
+        // A prefix that splits a character.
+        let mut w = Writer::default();
+        w.usize(1);
+        w.str("x");
+        assert_eq!(Reader::new(&w.buf).string_after("é"), Err(Damaged));
+        assert_eq!(Reader::new(&[2]).bool(), Err(Damaged));
+        assert_eq!(unhex16("0123456789abcdef0123456789abcdeF"), None);
+        assert_eq!(unhex16("00"), None);
+        assert_eq!(
+            unhex16("000102030405060708090a0b0c0d0e0f"),
+            Some(std::array::from_fn(|i| i as u8))
+        );
+    }
+
+    fn record() -> Record {
+        let sig = |ino| Sig {
+            ino,
+            size: 120,
+            mode: 0o100644,
+            mtime: 1_795_589_120_991_395_454,
+            ctime: -5,
+        };
+        let file = |path: &str, ino, hash: &str, racy| Entry {
+            path: path.into(),
+            kind: Kind::File,
+            file: Some(FileState {
+                sig: sig(ino),
+                hash: hash.into(),
+                racy,
+            }),
+        };
+        let dir = |path: &str| Entry {
+            path: path.into(),
+            kind: Kind::Dir,
+            file: None,
+        };
+        let h = "00112233445566778899aabbccddeeff";
+        Record {
+            format: super::super::FORMAT,
+            key: "k".into(),
+            contexts: Vec::new(),
+            dests: vec![("/p/deploy".into(), 3)],
+            outputs: vec![
+                (
+                    "/p/deploy".into(),
+                    Some(vec![
+                        file("kustomization.yaml", 1, h, false),
+                        dir("ml"),
+                        dir("ml/a"),
+                        file("ml/a/job-a.yaml", 2, h, true),
+                        file("ml/a/notes.yaml", 3, &format!("head:{h}"), false),
+                        Entry {
+                            path: "ml/link".into(),
+                            kind: Kind::Symlink,
+                            file: None,
+                        },
+                    ]),
+                ),
+                ("/p/build".into(), None),
+            ],
+            files: Some(Files {
+                global: "g".into(),
+                sources: vec![SourceRecord {
+                    path: "/p/jobs/a.yaml".into(),
+                    hash: h.into(),
+                    warned: true,
+                    parts: vec![PartRecord {
+                        docs: vec![Summary {
+                            source: "jobs/a.yaml".into(),
+                            namespace: "ml".into(),
+                            name: "a".into(),
+                            claims: vec![
+                                ("Job".into(), Some("ml".into()), "a-worker-0".into()),
+                                ("PersistentVolume".into(), None, "ml-a-data".into()),
+                            ],
+                            floor: 4188,
+                        }],
+                        jobs: vec![JobRecord {
+                            namespace: "ml".into(),
+                            name: "a".into(),
+                            images: vec!["r/x:1".into()],
+                            files: vec!["ml/a/job-a.yaml".into(), "ml/a/kustomization.yaml".into()],
+                        }],
+                        builds: vec![BuildRecord {
+                            target: "ml-a".into(),
+                            source: "jobs/a.yaml".into(),
+                            context: "build/ml/a".into(),
+                            path: "ml/a/x.Dockerfile".into(),
+                            image: "r/x:1".into(),
+                        }],
+                    }],
+                }],
+            }),
+        }
+    }
+
+    #[test]
+    fn a_record_round_trips() {
+        let mut r = record();
+        let bytes = encode(&r, None);
+        assert_eq!(format(&bytes), Some(r.format));
+        let (mut back, files) = decode(&bytes).unwrap();
+        back.files = decode_files(files).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{r:?}"));
+        r.files = None;
+        let bytes = encode(&r, None);
+        let (back, files) = decode(&bytes).unwrap();
+        assert!(decode_files(files).unwrap().is_none());
+        assert_eq!(back.outputs, r.outputs);
+        // Older records are JSON: another version's, or damaged.
+        assert_eq!(format(br#"{"format": 5, "key": "x"}"#), Some(5));
+        assert_eq!(format(b"{not json"), None);
+        assert_eq!(format(b"trainc"), None);
+    }
+
+    /// A record cut short anywhere, or with any one bit flipped, is
+    /// rejected (or read as another format), never believed, never a panic.
+    #[test]
+    fn a_damaged_record_is_rejected() {
+        let bytes = encode(&record(), None);
+        let read = |b: &[u8]| -> Result<()> {
+            if format(b) != Some(super::super::FORMAT) {
+                return Err(Damaged);
+            }
+            let (_, files) = decode(b)?;
+            decode_files(files).map(|_| ())
+        };
+        assert_eq!(read(&bytes), Ok(()));
+        for len in 0..bytes.len() {
+            assert_eq!(read(&bytes[..len]), Err(Damaged), "cut at {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(read(&longer), Err(Damaged));
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut b = bytes.clone();
+                b[i] ^= 1 << bit;
+                assert_eq!(read(&b), Err(Damaged), "bit {bit} of byte {i}");
+            }
+        }
+    }
+}
