@@ -391,6 +391,11 @@ pub(super) fn compile(
         for r in &all {
             let fresh = dirty_paths.contains(&r.path);
             for j in &r.parts[k].jobs {
+                // From the record, which only this user can write, but which
+                // lands in the root kustomization: held to trainc's layout.
+                if !plan::layout_dir(&j.namespace) || !plan::layout_dir(&j.name) {
+                    return Err("the record is damaged".into());
+                }
                 dirs.push(emit::job_dir(&j.namespace, &j.name));
                 namespaces.insert(j.namespace.as_str());
                 for rel in &j.files {
