@@ -544,6 +544,18 @@ pub fn desired(
     paths: &[PathBuf],
     sets: &[Set],
 ) -> Result<Compiled, Vec<Diagnostic>> {
+    desired_into(project, cwd, paths, sets, None)
+}
+
+/// [`desired`], the jobs' files of the sets a `sink` streams handed to it as
+/// they are rendered rather than kept (see [`Output::streamed`]).
+pub fn desired_into(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    sets: &[Set],
+    sink: Option<&dyn Sink>,
+) -> Result<Compiled, Vec<Diagnostic>> {
     let (sources, docs) = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
@@ -555,30 +567,7 @@ pub fn desired(
         &docs,
         sets,
         Scope::All { complete },
-        None,
-    )
-}
-
-/// [`desired`], the jobs' files of the sets `sink` streams handed to it as
-/// they are rendered rather than kept (see [`Output::streamed`]).
-pub fn desired_into(
-    project: &Project,
-    cwd: &Path,
-    paths: &[PathBuf],
-    sets: &[Set],
-    sink: &dyn Sink,
-) -> Result<Compiled, Vec<Diagnostic>> {
-    let (sources, docs) = load(project, cwd, paths)?;
-    let library = project.library()?;
-    let complete = complete(project, cwd, paths);
-    compile_sets(
-        project,
-        &library,
-        sources,
-        &docs,
-        sets,
-        Scope::All { complete },
-        Some(sink),
+        sink,
     )
 }
 

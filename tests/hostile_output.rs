@@ -126,46 +126,11 @@ fn a_file_name_cannot_end_the_header() {
     );
 }
 
-/// A Python with PyYAML, or `None` (skip) outside CI.
-fn pyyaml() -> Option<PathBuf> {
-    let candidates = std::env::var_os("TRAINC_PYYAML")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([common::root().join("target/tools/venv/bin/python")]);
-    for python in candidates {
-        let ok = Command::new(&python)
-            .args(["-c", "import yaml"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(python);
-        }
-    }
-    assert!(
-        std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
-        "PyYAML is required (set TRAINC_PYYAML to a Python that has it); `bash tests/run.sh` installs it"
-    );
-    eprintln!("skipping: no Python with PyYAML (run `bash tests/run.sh` to install it)");
-    None
-}
-
 /// Loads every file given with PyYAML's safe loader, the pure-Python one
 /// and, when built, the libyaml one; fails on any key that is not a string
 /// and any value that JSON does not have (a date, bytes). Prints the
 /// documents of each file as JSON.
 const LOAD: &str = r#"
-import json, sys, yaml
-def plain(v, where):
-    if isinstance(v, dict):
-        for k in v:
-            if not isinstance(k, str):
-                sys.exit(f"{where}: key {k!r} is a {type(k).__name__}")
-        return {k: plain(x, where) for k, x in v.items()}
-    if isinstance(v, list):
-        return [plain(x, where) for x in v]
-    if v is None or isinstance(v, (str, bool, int, float)):
-        return v
-    sys.exit(f"{where}: value {v!r} is a {type(v).__name__}")
 out = {}
 for path in sys.argv[1:]:
     text = open(path, encoding="utf-8", newline="").read()
@@ -180,7 +145,7 @@ json.dump(out, sys.stdout)
 
 fn pyyaml_load(python: &Path, files: &[PathBuf]) -> BTreeMap<String, Vec<Value>> {
     let o = Command::new(python)
-        .args(["-c", LOAD])
+        .args(["-c", &format!("{}{LOAD}", common::PYYAML_PLAIN)])
         .args(files)
         .output()
         .expect("python runs");
@@ -193,7 +158,7 @@ fn pyyaml_load(python: &Path, files: &[PathBuf]) -> BTreeMap<String, Vec<Value>>
 /// unchanged, and the kustomizations with no key but their own.
 #[test]
 fn pyyaml_reads_exactly_the_intended_objects() {
-    let Some(python) = pyyaml() else {
+    let Some(python) = common::pyyaml() else {
         return;
     };
     let dir = hostile_project(HOSTILE_NAME);

@@ -5,8 +5,11 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
+
+type Tree = BTreeMap<String, Vec<u8>>;
 use std::process::Command;
 
 use common::{read_tree, run, scratch_example, stderr, stdout};
@@ -43,24 +46,25 @@ fn temporary_files(dir: &Path) -> Vec<String> {
 /// `trainc build` with at most `files` open descriptors: half of them is
 /// the budget of staged files kept open, so most are staged named.
 fn build_with_descriptors(cwd: &Path, files: u64) -> std::process::Output {
-    let mut cmd = Command::new("sh");
-    cmd.current_dir(cwd)
-        .env("TRAINC_CACHE_DIR", common::cache_dir())
-        .arg("-c")
-        .arg(format!("ulimit -n {files} && exec \"$0\" build",))
-        .arg(env!("CARGO_BIN_EXE_trainc"));
-    cmd.output().expect("sh runs")
+    shell(cwd, &format!("ulimit -n {files} && exec \"$0\" build"))
 }
 
-#[test]
-fn a_refusal_late_in_a_build_writes_nothing() {
-    let dir = project(30);
+/// `project(n)` built once: the project, its output directory and the
+/// tree written there, the directory then removed.
+fn built_then_removed(n: usize) -> (tempfile::TempDir, std::path::PathBuf, Tree) {
+    let dir = project(n);
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let deploy = dir.path().join("deploy");
     let all = read_tree(&deploy);
-    // Only a file of somebody else's where the last job writes one.
     fs::remove_dir_all(&deploy).expect("rm");
+    (dir, deploy, all)
+}
+
+#[test]
+fn a_refusal_late_in_a_build_writes_nothing() {
+    let (dir, deploy, all) = built_then_removed(30);
+    // Only a file of somebody else's where the last job writes one.
     let last = "ml/job-29/service-job-29.yaml";
     assert!(
         all.contains_key(last),
@@ -123,12 +127,7 @@ fn an_invalid_definition_leaves_no_output_directory() {
 /// is written, and none of them is left.
 #[test]
 fn few_descriptors_write_the_same_tree() {
-    let dir = project(30);
-    let o = run(dir.path(), &["build"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let deploy = dir.path().join("deploy");
-    let all = read_tree(&deploy);
-    fs::remove_dir_all(&deploy).expect("rm");
+    let (dir, deploy, all) = built_then_removed(30);
     let o = build_with_descriptors(dir.path(), 40);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(

@@ -14,6 +14,8 @@
 //! `TRAINC_PYYAML` names a Python with PyYAML (`tests/run.sh` sets it); the
 //! PyYAML part is skipped without it unless `TRAINC_REQUIRE_TOOLS` is set.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -514,48 +516,10 @@ fn every_word_matches_and_reads_back() {
     }
 }
 
-/// A Python with PyYAML, or `None` (skip) outside CI.
-fn pyyaml() -> Option<PathBuf> {
-    let python = std::env::var_os("TRAINC_PYYAML")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let local =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tools/venv/bin/python");
-            local.is_file().then_some(local)
-        });
-    if let Some(python) = python {
-        let ok = Command::new(&python)
-            .args(["-c", "import yaml"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(python);
-        }
-    }
-    assert!(
-        std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
-        "PyYAML is required (set TRAINC_PYYAML to a Python that has it); `bash tests/run.sh` installs it"
-    );
-    eprintln!("skipping: no Python with PyYAML (run `bash tests/run.sh` to install it)");
-    None
-}
-
 /// Reads a JSON list of YAML texts from stdin with PyYAML's safe loaders
 /// (pure Python and, when built, libyaml, which must agree) and prints the
 /// documents as a JSON list; a date, bytes or a non-string key fails.
 const LOAD: &str = r#"
-import json, sys, yaml
-def plain(v, where):
-    if isinstance(v, dict):
-        for k in v:
-            if not isinstance(k, str):
-                sys.exit(f"{where}: key {k!r} is a {type(k).__name__}")
-        return {k: plain(x, where) for k, x in v.items()}
-    if isinstance(v, list):
-        return [plain(x, where) for x in v]
-    if v is None or isinstance(v, (str, bool, int, float)):
-        return v
-    sys.exit(f"{where}: {v!r} is a {type(v).__name__}")
 docs = []
 for i, text in enumerate(json.load(sys.stdin)):
     try:
@@ -574,7 +538,7 @@ json.dump(docs, sys.stdout)
 fn pyyaml_read(python: &PathBuf, texts: &[String]) -> Vec<Value> {
     use std::io::Write as _;
     let mut child = Command::new(python)
-        .args(["-c", LOAD])
+        .args(["-c", &format!("{}{LOAD}", common::PYYAML_PLAIN)])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -593,7 +557,7 @@ fn pyyaml_read(python: &PathBuf, texts: &[String]) -> Vec<Value> {
 /// and a batch of random documents.
 #[test]
 fn pyyaml_reads_every_document_back() {
-    let Some(python) = pyyaml() else {
+    let Some(python) = common::pyyaml() else {
         return;
     };
     let mut docs = documents(cases(4000) / 4);
@@ -739,7 +703,7 @@ fn a_literal_block_led_by_a_tab_gets_an_indentation_indicator() {
             "{s:?}"
         );
         assert_eq!(serde_saphyr::from_str::<Value>(&y).unwrap(), v, "{y}");
-        if let Some(python) = pyyaml() {
+        if let Some(python) = common::pyyaml() {
             assert_eq!(pyyaml_read(&python, std::slice::from_ref(&y)), [v], "{y}");
         }
     }

@@ -174,25 +174,12 @@ type Built = (
     Vec<Diagnostic>,
 );
 
-/// The full build: compiles every definition, then plans (and, unless
-/// `--check`, writes and records) every directory.
+/// The full build: compiles every definition, planning (and, unless
+/// `--check`, staging) each job's files as it is rendered
+/// ([`plan::stream`]), so that the output tree is never held whole; then,
+/// unless `--check`, writes and records every directory, linking nothing in
+/// before every directory is planned and staged.
 fn full(
-    targets: &Targets,
-    req: &cache::Request,
-    cache: &Result<cache::Cache, String>,
-    cwd: &Path,
-    inputs: &Inputs,
-    opts: &BuildOptions,
-    fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<Built, Failure> {
-    streamed(targets, req, cache, cwd, inputs, opts, fail)
-}
-
-/// The full build: each job's files are planned (and, unless `--check`,
-/// staged) as they are rendered ([`plan::stream`]), so that the output
-/// tree is never held whole; nothing is linked in before every directory is
-/// planned.
-fn streamed(
     targets: &Targets,
     req: &cache::Request,
     cache: &Result<cache::Cache, String>,

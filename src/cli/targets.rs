@@ -221,11 +221,8 @@ pub(super) fn desired_into(
 ) -> Result<Desired, Failure> {
     let project = &targets.project;
     let sets = targets.pipeline_sets();
-    let compiled = match sink {
-        Some(sink) => pipeline::desired_into(project, cwd, &inputs.paths, &sets, sink),
-        None => pipeline::desired(project, cwd, &inputs.paths, &sets),
-    }
-    .map_err(fail)?;
+    let compiled =
+        pipeline::desired_into(project, cwd, &inputs.paths, &sets, sink).map_err(fail)?;
     let state = if record {
         crate::cache::State::of(&sets, &compiled)
     } else {

@@ -315,3 +315,44 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
     }
     out
 }
+
+/// A Python with PyYAML, or `None` (skip) outside CI.
+pub fn pyyaml() -> Option<PathBuf> {
+    let candidates = std::env::var_os("TRAINC_PYYAML")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([root().join("target/tools/venv/bin/python")]);
+    for python in candidates {
+        let ok = Command::new(&python)
+            .args(["-c", "import yaml"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    assert!(
+        std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
+        "PyYAML is required (set TRAINC_PYYAML to a Python that has it); `bash tests/run.sh` installs it"
+    );
+    eprintln!("skipping: no Python with PyYAML (run `bash tests/run.sh` to install it)");
+    None
+}
+
+/// Python that turns what PyYAML loaded into plain JSON values, `plain(v,
+/// where)`, failing on any key that is not a string and any value JSON does
+/// not have (a date, bytes): the start of the PyYAML scripts of the tests.
+pub const PYYAML_PLAIN: &str = r#"
+import json, sys, yaml
+def plain(v, where):
+    if isinstance(v, dict):
+        for k in v:
+            if not isinstance(k, str):
+                sys.exit(f"{where}: key {k!r} is a {type(k).__name__}")
+        return {k: plain(x, where) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x, where) for x in v]
+    if v is None or isinstance(v, (str, bool, int, float)):
+        return v
+    sys.exit(f"{where}: {v!r} is a {type(v).__name__}")
+"#;
