@@ -347,24 +347,32 @@ pub(super) fn incremental(
     let mut plans = Vec::new();
     let mut labels = Vec::new();
     let mut known = 0u64;
-    for d in std::mem::take(&mut inc.dests) {
-        if lock {
-            locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
+    let mut planned = || -> Result<(), String> {
+        for d in std::mem::take(&mut inc.dests) {
+            if lock {
+                locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
+            }
+            let shown = project.shown_dir(&d.dir);
+            labels.push(several && !d.builds);
+            // What a controller syncing the project's output would miss,
+            // found by the same walk.
+            let set = &targets.sets[d.set];
+            let unlisted = (set.own && !d.builds)
+                .then(|| inc.extra.get(d.set).map(Vec::as_slice))
+                .flatten();
+            let p = crate::cache::incremental::plan(d, &shown, unlisted, &mut inc.state)?;
+            warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
+            known += p.known;
+            plans.push((p.plan, shown));
         }
-        let shown = project.shown_dir(&d.dir);
-        labels.push(several && !d.builds);
-        // What a controller syncing the project's output would miss,
-        // found by the same walk.
-        let set = &targets.sets[d.set];
-        let unlisted = (set.own && !d.builds)
-            .then(|| inc.extra.get(d.set).map(Vec::as_slice))
-            .flatten();
-        let p = crate::cache::incremental::plan(d, &shown, unlisted, &mut inc.state)?;
-        warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
-        known += p.known;
-        plans.push((p.plan, shown));
+        inc.within_limit(known)
+    };
+    if let Err(why) = planned() {
+        // The full build runs instead, and locks for itself: what these
+        // locks made is removed, as that build would if it failed.
+        locks.into_iter().rev().for_each(plan::Lock::release_unused);
+        return Err(why);
     }
-    inc.within_limit(known)?;
     let verbose = format!(
         "cache: re-rendering {} of {}, because {}",
         plural(inc.compiled, "job"),
