@@ -268,14 +268,25 @@ impl Writer {
         early: Vec<Staged>,
     ) -> Result<Ready, Vec<Diagnostic>> {
         let root = plan.root.as_path();
-        let done: HashSet<&Path> = early.iter().map(|s| s.target.as_path()).collect();
+        // A change staged early keeps no bytes (every file trainc writes has
+        // a header, so none is empty); checked against `early`, not assumed.
         let writes: Vec<(&Change, PathBuf)> = plan
             .pending()
-            .filter(|c| matches!(c.op, Op::Create | Op::Update))
+            .filter(|c| matches!(c.op, Op::Create | Op::Update) && !c.new.is_empty())
             .map(|c| (c, root.join(&c.path)))
-            .filter(|(_, t)| !done.contains(t.as_path()))
             .collect();
-        drop(done);
+        let written = plan
+            .pending()
+            .filter(|c| matches!(c.op, Op::Create | Op::Update))
+            .count();
+        if writes.len() + early.len() != written {
+            return Err(vec![Diagnostic::new(format!(
+                "internal error: {} files of {} to write were staged, {} are left to stage",
+                early.len(),
+                written,
+                writes.len()
+            ))]);
+        }
         let mut made = BTreeSet::new();
         if !writes.is_empty() {
             make_dir(root, &mut made).map_err(|e| vec![io_error(root, "create directory", &e)])?;
@@ -509,15 +520,19 @@ impl Ready {
         let root = root.as_path();
         // Directories whose entries change, to flush at the end.
         let mut dirs = BTreeSet::new();
-        let mut seen = HashSet::new();
-        for s in &staged {
-            let dir = parent(&s.target);
-            if seen.insert(dir.to_path_buf()) {
-                make_dir(dir, &mut dirs)
-                    .map_err(|e| vec![io_error(dir, "create directory", &e)])?;
-                dirs.insert(dir.to_path_buf());
-            }
+        let parents: HashSet<&Path> = staged.iter().map(|s| parent(&s.target)).collect();
+        let mut parents: Vec<&Path> = parents.into_iter().collect();
+        parents.sort();
+        // In parallel: a directory made meanwhile by another thread is fine.
+        for changed in all(par::map(&parents, |dir| {
+            let mut changed = BTreeSet::new();
+            make_dir(dir, &mut changed)
+                .map(|()| changed)
+                .map_err(|e| io_error(dir, "create directory", &e))
+        }))? {
+            dirs.extend(changed);
         }
+        dirs.extend(parents.iter().map(|d| d.to_path_buf()));
         all(par::map_owned(staged, Staged::link))?;
         // Pruning comes last: until every new file is in place, the old ones
         // keep the tree complete.
