@@ -669,21 +669,7 @@ impl Project {
     /// The output directories as a fresh build without the cache writes
     /// them, in a copy of the project without its output.
     fn fresh_output(&self) -> [std::collections::BTreeMap<String, Vec<u8>>; 2] {
-        let copy = tempfile::tempdir().expect("tempdir");
-        for dir in ["jobs", "train"] {
-            common::copy_tree(&self.path().join(dir), &copy.path().join(dir));
-        }
-        fs::copy(
-            self.path().join("trainc.yaml"),
-            copy.path().join("trainc.yaml"),
-        )
-        .expect("copy");
-        let o = common::trainc()
-            .current_dir(copy.path())
-            .args(["build", "--no-cache"])
-            .output()
-            .expect("trainc runs");
-        assert!(o.status.success(), "{}", stderr(&o));
+        let copy = built_fresh(self.path(), &["jobs", "train"]);
         ["deploy", "build"].map(|d| read_tree(&copy.path().join(d)))
     }
 
@@ -994,21 +980,7 @@ fn variants_are_built_incrementally() {
         "cache: re-rendering 1 job of 2, because jobs/resnet.yaml changed\n"
     );
     let ours = trees(dir.path());
-    let fresh = tempfile::tempdir().expect("tempdir");
-    for d in ["jobs", "train", "staging"] {
-        common::copy_tree(&dir.path().join(d), &fresh.path().join(d));
-    }
-    fs::copy(
-        dir.path().join("trainc.yaml"),
-        fresh.path().join("trainc.yaml"),
-    )
-    .expect("copy");
-    let o = common::trainc()
-        .current_dir(fresh.path())
-        .args(["build", "--no-cache"])
-        .output()
-        .expect("trainc runs");
-    assert!(o.status.success(), "{}", stderr(&o));
+    let fresh = built_fresh(dir.path(), &["jobs", "train", "staging"]);
     assert_eq!(ours, trees(fresh.path()));
     assert_eq!(stderr(&run(&["build", "-v"])), HIT);
 }
@@ -1044,4 +1016,22 @@ fn unlisted_yaml_is_warned_about_by_incremental_builds() {
             stderr(&uncached).lines().skip(1).collect::<Vec<_>>()
         );
     }
+}
+
+/// A copy of the project in `from` (its project file and the directories
+/// `dirs`, without any output) built with `--no-cache`: what a build must
+/// write whatever the cache says.
+fn built_fresh(from: &Path, dirs: &[&str]) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().expect("tempdir");
+    for d in dirs {
+        common::copy_tree(&from.join(d), &copy.path().join(d));
+    }
+    fs::copy(from.join("trainc.yaml"), copy.path().join("trainc.yaml")).expect("copy");
+    let o = common::trainc()
+        .current_dir(copy.path())
+        .args(["build", "--no-cache"])
+        .output()
+        .expect("trainc runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    copy
 }
