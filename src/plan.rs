@@ -56,11 +56,24 @@ pub struct Change {
 pub struct Plan {
     pub root: PathBuf,
     pub changes: Vec<Change>,
+    /// Files left as they are without a change of their own: those of the
+    /// jobs an incremental build took from its record unread.
+    pub kept: usize,
 }
 
 impl Plan {
     pub fn count(&self, op: Op) -> usize {
-        self.changes.iter().filter(|c| c.op == op).count()
+        let n = self.changes.iter().filter(|c| c.op == op).count();
+        if op == Op::Unchanged {
+            n + self.kept
+        } else {
+            n
+        }
+    }
+
+    /// The files the directory holds once the plan is carried out.
+    pub fn files(&self) -> usize {
+        self.changes.iter().filter(|c| c.op != Op::Delete).count() + self.kept
     }
 
     pub fn is_noop(&self) -> bool {
@@ -100,6 +113,7 @@ pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic
         Ok(Plan {
             root: root.to_path_buf(),
             changes,
+            kept: 0,
         })
     } else {
         Err(refused)

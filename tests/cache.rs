@@ -1018,6 +1018,126 @@ fn unlisted_yaml_is_warned_about_by_incremental_builds() {
     }
 }
 
+/// An edit that keeps every job where it was patches the output: files
+/// added to and dropped from the edited job, nothing else touched, and
+/// the output what a fresh build writes, `--check` and `diff` agreeing.
+#[test]
+fn an_edit_that_adds_and_drops_files_patches_only_its_job() {
+    let p = Project::many(3);
+    let why = "cache: re-rendering 1 job of 3, because jobs/job-2.yaml changed\n";
+    for (from, to, sign) in [
+        (
+            "replicas: 2, resources: {cpu: \"4\"",
+            "replicas: 4, resources: {cpu: \"4\"",
+            "+",
+        ),
+        (
+            "replicas: 4, resources: {cpu: \"4\"",
+            "replicas: 1, resources: {cpu: \"4\"",
+            "-",
+        ),
+    ] {
+        let before = mtimes(&p.path().join("deploy"));
+        p.edit("jobs/job-2.yaml", from, to);
+        let o = p.check_agrees();
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(stderr(&o), why);
+        assert!(
+            stdout(&o).contains(&format!("{sign} deploy/ml/job-2/job-job-2-worker-2.yaml\n")),
+            "{}",
+            stdout(&o)
+        );
+        p.diff_agrees(&[]);
+        let o = p.run(&["build", "-v"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stderr(&o), why);
+        let touched = p.touched(&before, "deploy");
+        assert!(
+            touched.iter().all(|t| t.starts_with("deploy/ml/job-2/")),
+            "{touched:?}"
+        );
+        assert_eq!(p.output(), p.fresh_output());
+        assert_eq!(stderr(&p.check_agrees()), HIT);
+    }
+}
+
+/// An edited job that comes to generate an object another job generates:
+/// the patch reads the other job's documents from the record, finds it,
+/// and the full build reports it, writing nothing.
+#[test]
+fn a_generated_name_taken_by_an_edit_is_found() {
+    let p = Project::many(2);
+    let mnist = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
+    let other = mnist.replacen("name: mnist\n", "name: job-1-x\n", 1);
+    fs::write(p.path().join("jobs/job-1-x.yaml"), other).expect("write");
+    assert!(p.run(&["build"]).status.success());
+    let before = p.output();
+    // job-1's volume `x-data` and job-1-x's `data` are one PersistentVolume.
+    p.edit("jobs/job-1.yaml", "- name: data\n", "- name: x-data\n");
+    for args in [&["build", "-v"][..], &["build", "--check", "-v"], &["diff"]] {
+        let cached = p.run(args);
+        let uncached = p.run_with_cache("", args);
+        assert_eq!(
+            cached.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&cached)
+        );
+        let err = stderr(&cached);
+        assert_eq!(
+            err.lines()
+                .filter(|l| !l.starts_with("cache: "))
+                .collect::<Vec<_>>(),
+            stderr(&uncached)
+                .lines()
+                .filter(|l| !l.starts_with("cache: "))
+                .collect::<Vec<_>>(),
+            "{args:?}"
+        );
+        if args.contains(&"-v") {
+            assert!(
+                err.starts_with("cache: compiling, because a job that changed and another generate the same object; the build will report it\n"),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(p.output(), before, "nothing written");
+}
+
+/// YAML in a directory the snapshot does not look into (not one of
+/// trainc's names), added after the last build: a patched build looks
+/// into it for the unlisted-files check, as a full build does.
+#[test]
+fn unlisted_yaml_in_a_directory_of_another_name_is_warned_about() {
+    let p = Project::many(2);
+    fs::create_dir(p.path().join("deploy/Notes")).expect("mkdir");
+    fs::write(
+        p.path().join("deploy/Notes/extra.yaml"),
+        "kind: ConfigMap\n",
+    )
+    .expect("write");
+    p.edit(
+        "jobs/mnist.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    for args in [&["build", "--check", "-v"][..], &["build", "-v"]] {
+        let cached = p.run(args);
+        let uncached = p.run_with_cache("", args);
+        assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
+        let err = stderr(&cached);
+        assert!(
+            err.starts_with("cache: re-rendering 1 job of 2, because jobs/mnist.yaml changed\n"),
+            "{err}"
+        );
+        assert!(err.contains("deploy/Notes/extra.yaml"), "{err}");
+        assert_eq!(
+            err.lines().skip(1).collect::<Vec<_>>(),
+            stderr(&uncached).lines().skip(1).collect::<Vec<_>>()
+        );
+    }
+}
+
 /// A copy of the project in `from` (its project file and the directories
 /// `dirs`, without any output) built with `--no-cache`: what a build must
 /// write whatever the cache says.

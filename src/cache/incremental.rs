@@ -15,14 +15,25 @@
 //! whose bytes changed (or that are new, or had warnings, which must be
 //! shown again), and takes the other files' output from the record: their
 //! files are vouched for by the output directory's snapshot (`lstat`
-//! signatures, as the no-op path does). The files shared by every job (the
-//! root `kustomization.yaml`, `docker-bake.hcl`) are rendered again from the
-//! records, and the rules across files (duplicate jobs, generated names two
-//! jobs share, the output budget, variants' `job:` names and images, the
-//! root kustomization's resources, the output limit) are checked over the
-//! records and the new summaries. Any finding, any doubt, and any file of an
-//! unchanged job that is not as recorded ends the attempt: the full build
-//! then runs, and reports or rewrites as it always does.
+//! signatures, as the no-op path does).
+//!
+//! Most edits leave every job where it was (same names, images and build
+//! specs): such a build *patches* ([`Wanted::Patch`]). Each directory is
+//! checked against its snapshot by the walk a no-op build makes, and only
+//! the compiled jobs' files are planned; the unchanged files' records stay
+//! undecoded and are written back as they were read, and the rules across
+//! files read their documents in place. Its cost follows the jobs edited,
+//! not the size of the project. Any other change is *walked*
+//! ([`Wanted::Walk`]): the files shared by every job (the root
+//! `kustomization.yaml`, `docker-bake.hcl`) are rendered again from the
+//! records, every file is planned, and the rules across files (duplicate
+//! jobs, generated names two jobs share, the output budget, variants'
+//! `job:` names and images, the root kustomization's resources, the output
+//! limit) are checked over the records and the new summaries. A patch that
+//! finds a directory not as recorded is walked instead. Any finding, any
+//! doubt, and any file of an unchanged job that is not as recorded ends the
+//! attempt: the full build then runs, and reports or rewrites as it always
+//! does.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -77,8 +88,12 @@ pub struct SourceRecord {
     /// Findings that did not stop the build were about it: it is compiled
     /// by every build, so that they are shown every time.
     pub warned: bool,
-    /// One per set resolved ([`Compiled::parts`]).
+    /// One per set resolved ([`Compiled::parts`]); empty while `body`
+    /// holds them undecoded.
     pub parts: Vec<PartRecord>,
+    /// The parts as a record holds them ([`codec::decode_parts`]): decoded
+    /// only for the files that changed, written back as they were read.
+    pub body: Option<Vec<u8>>,
 }
 
 /// What a definition file made for one set.
@@ -190,6 +205,7 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             hash: source_hash(&f.text),
             warned: false,
             parts: vec![PartRecord::default(); compiled.parts.len()],
+            body: None,
         })
         .collect();
     for w in &compiled.warnings {
@@ -265,10 +281,27 @@ pub struct Dest {
     pub set: usize,
     /// Build specs, not manifests.
     pub builds: bool,
-    /// In walk order ([`snapshot::walk_cmp`]), as the snapshot is.
-    want: Vec<(String, Want)>,
+    want: Wanted,
     /// The snapshot the last build took of it.
     recorded: Option<Vec<Entry>>,
+}
+
+/// What a directory should hold, and how [`plan`] finds out.
+#[derive(Debug)]
+enum Wanted {
+    /// Every file, in walk order ([`snapshot::walk_cmp`]) as the snapshot
+    /// is: one walk compares them all with the directory.
+    Walk(Vec<(String, Want)>),
+    /// Only the files of the jobs that changed, which left every job where
+    /// it was (see [`patched`]): the directory is checked against its
+    /// snapshot, the walk a no-op build makes, and only these files are
+    /// planned; every other file is as the last build left it.
+    Patch {
+        /// The files of the jobs compiled, with their bytes.
+        write: Vec<(String, Vec<u8>)>,
+        /// The files the same jobs made in the last build.
+        was: Vec<String>,
+    },
 }
 
 /// An incremental build, compiled and ready to be planned.
@@ -286,12 +319,14 @@ pub struct Incremental {
     /// Jobs compiled, of all the jobs (of the definitions as written).
     pub compiled: usize,
     pub jobs: usize,
-    /// The bytes and files of the output compiled (every file, and the
-    /// bytes of those not taken from the record), for the output limit.
+    /// The bytes of the files compiled, for the output limit.
     bytes: u64,
-    files: usize,
     /// Which definition files changed; `None`: none did (the output did).
     pub why: Option<String>,
+    /// Whether its directories are patched ([`Wanted::Patch`]): planning
+    /// them fails when one is not as its snapshot says, and the build is
+    /// then tried again without patching ([`super::Cache::incremental`]).
+    pub patched: bool,
 }
 
 /// How messages name a definition file.
@@ -301,7 +336,9 @@ fn shown(req: &super::Request, path: &Path) -> String {
 
 /// Compiles the definition files that changed since the build recorded in
 /// `files` and takes the others from it; or says why it cannot. `record`
-/// holds the last build's contexts and snapshots.
+/// holds the last build's contexts and snapshots. `patch`: the output may
+/// be patched ([`patched`]) when the edit leaves every job where it was;
+/// false when the output is known to differ from its snapshot.
 pub(super) fn compile(
     req: &super::Request,
     record: super::Record,
@@ -309,6 +346,7 @@ pub(super) fn compile(
     sources: Sources,
     library: &crate::library::Library,
     sets: &[Set],
+    patch: bool,
 ) -> Result<Incremental, String> {
     let project = req.project;
     let global = req
@@ -323,8 +361,11 @@ pub(super) fn compile(
         .map(|r| (r.path.clone(), r))
         .collect();
     let mut kept: Vec<SourceRecord> = Vec::new();
+    // The records of the files compiled again.
+    let mut was: Vec<SourceRecord> = Vec::new();
     let mut dirty: Sources = Vec::new();
     let mut changed: Vec<String> = Vec::new();
+    let mut added = false;
     for (path, file) in &sources {
         let hash = source_hash(&file.text);
         match old.remove(path) {
@@ -333,17 +374,19 @@ pub(super) fn compile(
                 if r.hash != hash {
                     changed.push(format!("{} changed", file.shown));
                 }
+                was.push(decoded(r)?);
                 dirty.push((path.clone(), file.clone()));
             }
             None => {
                 changed.push(format!("{} is new", file.shown));
+                added = true;
                 dirty.push((path.clone(), file.clone()));
             }
         }
     }
     let mut removed: Vec<&PathBuf> = old.keys().collect();
     removed.sort();
-    for path in removed {
+    for path in &removed {
         changed.push(format!("{} was removed", shown(req, path)));
     }
     let why = match changed.as_slice() {
@@ -356,28 +399,225 @@ pub(super) fn compile(
     let fresh = records(sets, &compiled)
         .ok_or("a warning is about no definition file; only a full build shows it again")?;
     let parts = compiled.parts.len();
-    if kept.iter().any(|r| r.parts.len() != parts) {
+    let parts_of = |r: &SourceRecord| match &r.body {
+        Some(body) => super::codec::count_parts(body).ok(),
+        None => Some(r.parts.len()),
+    };
+    if kept.iter().any(|r| parts_of(r) != Some(parts)) {
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
-    let dirty_paths: FxSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
-    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
-    all.sort_by(|a, b| a.path.cmp(&b.path));
-    let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
+    let same_places = patch
+        && !added
+        && removed.is_empty()
+        && fresh.len() == was.len()
+        && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
+    let (all, dests, extras, bytes, jobs) = if same_places {
+        patched(req, sets, &mut compiled, record.outputs, kept, fresh, &was)?
+    } else {
+        let kept = kept
+            .into_iter()
+            .map(decoded)
+            .collect::<Result<Vec<_>, String>>()?;
+        walked(req, sets, &mut compiled, record.outputs, kept, fresh)?
+    };
+    let mut contexts: Vec<_> = record.contexts;
+    contexts.append(&mut compiled.read.contexts);
+    contexts.sort();
+    contexts.dedup();
+    Ok(Incremental {
+        dests,
+        extra: extras,
+        warnings: compiled.warnings,
+        read: pipeline::Read {
+            sources,
+            library: library.digest().to_owned(),
+            contexts,
+        },
+        state: State {
+            sources: Some(all),
+            hashes: HashMap::new(),
+            walked: HashMap::new(),
+        },
+        compiled: compiled_jobs,
+        jobs,
+        bytes,
+        why,
+        patched: same_places,
+    })
+}
 
-    across_files(req, sets, &compiled, &all, &dirty_paths)?;
+/// `r` with its parts decoded.
+fn decoded(mut r: SourceRecord) -> Result<SourceRecord, String> {
+    if let Some(body) = &r.body {
+        r.parts = super::codec::decode_parts(body).map_err(|_| "the record is damaged")?;
+    }
+    Ok(r)
+}
 
-    // Each set's directories, from the records and what was compiled.
-    let mut dests = Vec::new();
-    let mut extras = Vec::new();
-    let mut outputs = record.outputs;
+/// Whether a file compiled again made the same jobs, with the same images
+/// and build specs, for every set as it did before: then only those jobs'
+/// files can change, and the root kustomization and the bake file cannot.
+fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
+    fresh.path == was.path
+        && fresh.parts.len() == was.parts.len()
+        && fresh.parts.iter().zip(&was.parts).all(|(f, w)| {
+            f.jobs.len() == w.jobs.len()
+                && f.jobs.iter().zip(&w.jobs).all(|(a, b)| {
+                    a.namespace == b.namespace && a.name == b.name && a.images == b.images
+                })
+                && f.builds.len() == w.builds.len()
+                && f.builds.iter().zip(&w.builds).all(|(a, b)| {
+                    (&a.target, &a.source, &a.context, &a.path, &a.image)
+                        == (&b.target, &b.source, &b.context, &b.path, &b.image)
+                })
+        })
+}
+
+/// What a build's directories should hold: every file's record, the
+/// directories, each set's root kustomization entries besides the jobs,
+/// the bytes compiled, and the number of jobs.
+type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
+
+/// An edit that leaves every job where it was (see [`same_jobs`]): each
+/// directory is to hold what it holds, but the files of the jobs compiled.
+/// Nothing per file of the other jobs is decoded, compared or planned: the
+/// rules across files read their documents from the record undecoded,
+/// and [`plan`] checks each directory against its snapshot before it
+/// trusts it.
+fn patched(
+    req: &super::Request,
+    sets: &[Set],
+    compiled: &mut Compiled,
+    mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    kept: Vec<SourceRecord>,
+    fresh: Vec<SourceRecord>,
+    was: &[SourceRecord],
+) -> Result<Wants, String> {
+    let project = req.project;
+    let (namespaces, jobs) = across_patched(compiled, &kept, &fresh)?;
     let mut recorded = |dir: &Path| {
         outputs
             .iter_mut()
             .find(|(d, _)| d == dir)
             .and_then(|(_, e)| e.take())
     };
-    let mut total = (0u64, 0usize);
+    let mut dests = Vec::new();
+    let mut extras = Vec::new();
+    let mut bytes = 0u64;
+    for (i, set) in sets.iter().enumerate() {
+        let k = compiled
+            .parts
+            .iter()
+            .position(|p| p.set == Some(i))
+            .ok_or("internal: a set without its part")?;
+        let output = &mut compiled.outputs[i];
+        let mut write = Vec::new();
+        for j in fresh.iter().flat_map(|r| &r.parts[k].jobs) {
+            for rel in &j.files {
+                let b = output
+                    .manifests
+                    .remove(rel)
+                    .ok_or("internal: a file went missing")?;
+                bytes += b.len() as u64;
+                write.push((rel.clone(), b));
+            }
+        }
+        if !output.manifests.is_empty() {
+            return Err("internal: a file of no job".into());
+        }
+        let was_files = was
+            .iter()
+            .flat_map(|r| &r.parts[k].jobs)
+            .flat_map(|j| j.files.iter().cloned())
+            .collect();
+        let build_output = set.build_output.unwrap_or(&project.build_output);
+        let namespaces = namespaces[k].iter().map(String::as_str).collect();
+        let extra = pipeline::extra_resources_in(
+            project,
+            set.output,
+            build_output,
+            set.resources,
+            &namespaces,
+        )
+        .map_err(|_| "the project's resources have findings; the build will report them")?;
+        extras.push(extra);
+        dests.push(Dest {
+            dir: set.output.to_path_buf(),
+            set: i,
+            builds: false,
+            want: Wanted::Patch {
+                write,
+                was: was_files,
+            },
+            recorded: recorded(set.output),
+        });
+        let Some(dir) = set.build_output else {
+            continue;
+        };
+        let mut write = Vec::new();
+        for b in fresh.iter().flat_map(|r| &r.parts[k].builds) {
+            let d = output
+                .builds
+                .remove(&b.path)
+                .ok_or("internal: a Dockerfile went missing")?;
+            bytes += d.len() as u64;
+            write.push((b.path.clone(), d));
+        }
+        if !output.builds.is_empty() {
+            return Err("internal: a Dockerfile of no job".into());
+        }
+        let was_files: Vec<String> = was
+            .iter()
+            .flat_map(|r| &r.parts[k].builds)
+            .map(|b| b.path.clone())
+            .collect();
+        if !write.is_empty() || dir.is_dir() {
+            dests.push(Dest {
+                dir: dir.to_path_buf(),
+                set: i,
+                builds: true,
+                want: Wanted::Patch {
+                    write,
+                    was: was_files,
+                },
+                recorded: recorded(dir),
+            });
+        }
+    }
+    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((all, dests, extras, bytes, jobs))
+}
+
+/// Any other build: every file of every directory is planned, those of
+/// the unchanged jobs from their records.
+fn walked(
+    req: &super::Request,
+    sets: &[Set],
+    compiled: &mut Compiled,
+    mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    kept: Vec<SourceRecord>,
+    fresh: Vec<SourceRecord>,
+) -> Result<Wants, String> {
+    let project = req.project;
+    let dirty_paths: FxSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
+
+    across_files(req, sets, compiled, &all, &dirty_paths)?;
+
+    // Each set's directories, from the records and what was compiled.
+    let mut dests = Vec::new();
+    let mut extras = Vec::new();
+    let mut recorded = |dir: &Path| {
+        outputs
+            .iter_mut()
+            .find(|(d, _)| d == dir)
+            .and_then(|(_, e)| e.take())
+    };
+    let mut total = 0u64;
     for (i, set) in sets.iter().enumerate() {
         let k = compiled
             .parts
@@ -404,7 +644,7 @@ pub(super) fn compile(
                             .manifests
                             .remove(rel)
                             .ok_or("internal: a file went missing")?;
-                        total.0 += bytes.len() as u64;
+                        total += bytes.len() as u64;
                         Want::Bytes(bytes)
                     } else {
                         Want::Known
@@ -428,15 +668,14 @@ pub(super) fn compile(
         let root = emit::assemble(Vec::new(), &dirs, &extra)?;
         extras.push(extra);
         for (rel, bytes) in root {
-            total.0 += bytes.len() as u64;
+            total += bytes.len() as u64;
             want.push((rel, Want::Bytes(bytes)));
         }
-        total.1 += want.len();
         dests.push(Dest {
             dir: set.output.to_path_buf(),
             set: i,
             builds: false,
-            want: in_walk_order(want)?,
+            want: Wanted::Walk(in_walk_order(want)?),
             recorded: recorded(set.output),
         });
         let Some(dir) = set.build_output else {
@@ -452,7 +691,7 @@ pub(super) fn compile(
                         .builds
                         .remove(&b.path)
                         .ok_or("internal: a Dockerfile went missing")?;
-                    total.0 += bytes.len() as u64;
+                    total += bytes.len() as u64;
                     Want::Bytes(bytes)
                 } else {
                     Want::Known
@@ -474,47 +713,117 @@ pub(super) fn compile(
         if !builds.is_empty() {
             builds.sort_by(|a, b| a.target.cmp(&b.target));
             let bake = crate::image::bake_file(&builds, &project.root, dir);
-            total.0 += bake.len() as u64;
+            total += bake.len() as u64;
             want.push((BAKE_FILE.to_owned(), Want::Bytes(bake)));
         }
-        total.1 += want.len();
         if !want.is_empty() || dir.is_dir() {
             dests.push(Dest {
                 dir: dir.to_path_buf(),
                 set: i,
                 builds: true,
-                want: in_walk_order(want)?,
+                want: Wanted::Walk(in_walk_order(want)?),
                 recorded: recorded(dir),
             });
         }
     }
     // What is taken from the record is counted as it is planned.
-    crate::limits::check_output(total.0, total.1, true, crate::limits::MAX_OUTPUT_BYTES)
+    crate::limits::check_output(total, 0, true, crate::limits::MAX_OUTPUT_BYTES)
         .map_err(|_| "the output passes the limit; the build will report it")?;
-    let mut contexts: Vec<_> = record.contexts;
-    contexts.append(&mut compiled.read.contexts);
-    contexts.sort();
-    contexts.dedup();
-    Ok(Incremental {
-        dests,
-        extra: extras,
-        warnings: compiled.warnings,
-        read: pipeline::Read {
-            sources,
-            library: library.digest().to_owned(),
-            contexts,
-        },
-        state: State {
-            sources: Some(all),
-            hashes: HashMap::new(),
-            walked: HashMap::new(),
-        },
-        compiled: compiled_jobs,
-        jobs,
-        bytes: total.0,
-        files: total.1,
-        why,
-    })
+    Ok((all, dests, extras, total, jobs))
+}
+
+/// The rules across files of [`patched`]: the jobs compiled keep their
+/// names, so only the objects they generate and the output budget can
+/// change; the unchanged files' documents are read from their records
+/// undecoded. Gives each set's namespaces and the number of jobs.
+fn across_patched(
+    compiled: &Compiled,
+    kept: &[SourceRecord],
+    fresh: &[SourceRecord],
+) -> Result<(Vec<BTreeSet<String>>, usize), String> {
+    let mut namespaces = Vec::new();
+    let mut jobs = 0;
+    for k in 0..compiled.parts.len() {
+        let mut names = FxSet::default();
+        let mut claims: FxMap<String, usize> = FxMap::default();
+        let mut budget = 0u64;
+        let mut docs = 0usize;
+        let mut spaces = BTreeSet::new();
+        let key = |buf: &mut String, kind: &str, namespace: Option<&str>, name: &str| {
+            buf.clear();
+            buf.push_str(kind);
+            buf.push('\0');
+            match namespace {
+                Some(n) => buf.push_str(n),
+                None => buf.push('\u{1}'),
+            }
+            buf.push('\0');
+            buf.push_str(name);
+        };
+        let mut buf = String::new();
+        for (i, d) in fresh.iter().flat_map(|r| &r.parts[k].docs).enumerate() {
+            if !names.insert((d.namespace.as_str(), d.name.as_str())) {
+                return Err(format!(
+                    "job `{}/{}` is defined twice; the build will report it",
+                    d.namespace, d.name
+                ));
+            }
+            for (kind, namespace, name) in &d.claims {
+                key(&mut buf, kind, namespace.as_deref(), name);
+                if claims
+                    .insert(buf.clone(), i)
+                    .is_some_and(|first| first != i)
+                {
+                    return Err(
+                        "two jobs generate the same object; the build will report it".into(),
+                    );
+                }
+            }
+            budget = budget.saturating_add(d.floor);
+            docs += 1;
+            if !spaces.contains(&d.namespace) {
+                spaces.insert(d.namespace.clone());
+            }
+        }
+        for r in kept {
+            let body = r.body.as_deref().ok_or("internal: a record decoded")?;
+            let mut claim_buf = String::new();
+            let hit = super::codec::scan_docs(
+                body,
+                k,
+                |d| {
+                    budget = budget.saturating_add(d.floor);
+                    docs += 1;
+                    if !spaces.contains(d.namespace) {
+                        spaces.insert(d.namespace.to_owned());
+                    }
+                    names.contains(&(d.namespace, d.name))
+                },
+                |kind, namespace, name| {
+                    key(&mut claim_buf, kind, namespace, name);
+                    claims.contains_key(claim_buf.as_str())
+                },
+            )
+            .map_err(|_| "the record is damaged")?;
+            if hit {
+                return Err(
+                    "a job that changed and another generate the same object; the build will report it"
+                        .into(),
+                );
+            }
+        }
+        if docs == 0 {
+            return Err("there are no jobs; the build will report it".into());
+        }
+        if budget > crate::limits::MAX_OUTPUT_BYTES {
+            return Err("the jobs pass the output budget; the build will report it".into());
+        }
+        if k == 0 {
+            jobs = docs;
+        }
+        namespaces.push(spaces);
+    }
+    Ok((namespaces, jobs))
 }
 
 /// The files of a directory in walk order; two jobs never share one.
@@ -639,7 +948,7 @@ impl Incremental {
     pub fn within_limit(&self, known: u64) -> Result<(), String> {
         crate::limits::check_output(
             self.bytes.saturating_add(known),
-            self.files,
+            0,
             true,
             crate::limits::MAX_OUTPUT_BYTES,
         )
@@ -674,12 +983,18 @@ pub fn plan(
     state: &mut State,
 ) -> Result<Planned, String> {
     let root = dest.dir;
+    let want = match dest.want {
+        Wanted::Walk(want) => want,
+        Wanted::Patch { write, was } => {
+            return patch(root, dest.recorded, write, &was, shown, unlisted, state);
+        }
+    };
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
         root: &root,
         shown,
-        changes: Vec::with_capacity(dest.want.len()),
-        want: dest.want.into_iter().peekable(),
+        changes: Vec::with_capacity(want.len()),
+        want: want.into_iter().peekable(),
         checked: HashSet::new(),
         entries: Vec::with_capacity(recorded.len() + 16),
         recorded: recorded.into_iter().peekable(),
@@ -744,7 +1059,145 @@ pub fn plan(
         .walked
         .insert(root.clone(), present.then_some(entries));
     Ok(Planned {
-        plan: Plan { root, changes },
+        plan: Plan {
+            root,
+            changes,
+            kept: 0,
+        },
+        unlisted: found,
+        known,
+    })
+}
+
+/// The plan of a directory of [`Wanted::Patch`]: the directory must be as
+/// its snapshot says (else the full build runs), and then only the files
+/// of the jobs compiled are compared, read or pruned. The files trainc
+/// wrote are those whose snapshot has their whole hash; they count as
+/// kept, but for the compiled jobs' own.
+fn patch(
+    root: PathBuf,
+    recorded: Option<Vec<Entry>>,
+    mut write: Vec<(String, Vec<u8>)>,
+    was: &[String],
+    shown: &str,
+    unlisted: Option<&[String]>,
+    state: &mut State,
+) -> Result<Planned, String> {
+    let mark = snapshot::mark();
+    let mut skipped = Vec::new();
+    let entries = match snapshot::verify_listing(&root, recorded.as_deref(), mark, &mut skipped) {
+        snapshot::Verdict::Same => recorded,
+        snapshot::Verdict::Refreshed(now) => now,
+        snapshot::Verdict::Differs(why) => {
+            return Err(format!("{shown} changed since the last build: {why}"));
+        }
+    };
+    let present = entries.is_some();
+    let entries = entries.unwrap_or_default();
+    let find = |rel: &str| {
+        entries
+            .binary_search_by(|e| snapshot::walk_cmp(&e.path, rel))
+            .ok()
+            .map(|i| &entries[i])
+    };
+    fn owned(e: &Entry) -> Option<&snapshot::FileState> {
+        e.file
+            .as_ref()
+            .filter(|f| e.kind == Kind::File && !f.hash.starts_with("head:"))
+    }
+    let mut kept = 0usize;
+    let mut known = 0u64;
+    for f in entries.iter().filter_map(owned) {
+        kept += 1;
+        known += f.sig.size;
+    }
+    let was: FxSet<&str> = was.iter().map(String::as_str).collect();
+    for f in was.iter().filter_map(|rel| find(rel)).filter_map(owned) {
+        kept -= 1;
+        known -= f.sig.size;
+    }
+    write.sort_by(|a, b| a.0.cmp(&b.0));
+    let written: FxSet<String> = write.iter().map(|(rel, _)| rel.clone()).collect();
+    let mut changes = Vec::new();
+    let mut checked = HashSet::new();
+    for (rel, new) in write {
+        let now = find(&rel).and_then(owned).map(|f| f.hash.as_str());
+        if now.is_some() && !was.contains(rel.as_str()) {
+            return Err("internal: a file of a job that changed is another's".into());
+        }
+        if now == Some(snapshot::content_hash(&new).as_str()) {
+            kept += 1;
+            continue;
+        }
+        let change = plan::plan_file(&root, shown, rel, new, &mut checked)
+            .map_err(|d| format!("{}; the build will report it", d.message))?;
+        changes.push(change);
+    }
+    let mut gone: Vec<&str> = was
+        .iter()
+        .copied()
+        .filter(|rel| !written.contains(*rel))
+        .collect();
+    gone.sort_unstable();
+    for rel in gone {
+        if find(rel).is_none_or(|e| e.kind != Kind::File) {
+            continue;
+        }
+        let path = root.join(rel);
+        match plan::read_owned(&path, rel) {
+            Ok(Found::Owned(old)) => changes.push(Change {
+                path: rel.to_owned(),
+                op: Op::Delete,
+                old: Some(old),
+                new: Vec::new(),
+            }),
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    // The unlisted-files check over the snapshot: trainc's own files are
+    // skipped unread, and the directories the walk does not enter are
+    // looked into where the walk met them.
+    let mut found = Vec::new();
+    if let Some(list) = unlisted {
+        let mut skipped = skipped
+            .into_iter()
+            .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
+            .peekable();
+        let below = |dir: &str, found: &mut Vec<String>| {
+            crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
+        };
+        for e in &entries {
+            while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
+                below(&d, &mut found);
+            }
+            if e.kind == Kind::Dir || owned(e).is_some() {
+                continue;
+            }
+            if crate::resources::unlisted_entry(
+                &e.path,
+                &root.join(&e.path),
+                e.kind == Kind::Symlink,
+                list,
+                || false,
+            ) {
+                found.push(e.path.clone());
+            }
+        }
+        for d in skipped {
+            below(&d, &mut found);
+        }
+    }
+    state
+        .walked
+        .insert(root.clone(), present.then_some(entries));
+    Ok(Planned {
+        plan: Plan {
+            root,
+            changes,
+            kept,
+        },
         unlisted: found,
         known,
     })

@@ -35,9 +35,11 @@ use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Op, Plan};
 
-/// Bumped whenever the record changes shape or meaning. Format 6 is the
-/// byte encoding of [`codec`]; 5 and before were JSON.
-const FORMAT: u32 = 6;
+/// Bumped whenever the record changes shape or meaning. Formats 6 and 7
+/// are the byte encoding of [`codec`] (7 keeps each definition file's
+/// parts apart, to be decoded only when it changed); 5 and before were
+/// JSON.
+const FORMAT: u32 = 7;
 
 #[derive(Debug)]
 struct Record {
@@ -156,23 +158,25 @@ impl Cache {
         } else {
             "the definitions, project, library or trainc changed".to_owned()
         };
-        let inc = self.compile(req, record, files, sources, library, sets)?;
+        // The output differs from its snapshot only when the key matched.
+        let patch = record.key != key;
+        let inc = self.compile(req, record, files, (sources, library), sets, patch)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
     }
 
     /// An incremental build of `sets` (see [`incremental`]): the definition
     /// files that changed since the recorded build compiled, the others'
     /// output taken from the record; or why the full build must run. Never
-    /// touches the output.
+    /// touches the output. `patch`: see [`incremental::compile`].
     pub fn incremental(
         &self,
         req: &Request,
         sets: &[crate::pipeline::Set],
+        patch: bool,
     ) -> Result<Incremental, String> {
         let bytes = self.read()?;
         let (record, files) = load(&bytes)?;
-        let (sources, library) = inputs(req)?;
-        self.compile(req, record, files, sources, library, sets)
+        self.compile(req, record, files, inputs(req)?, sets, patch)
     }
 
     /// Whether the output is as `record` says, the record's key being
@@ -210,15 +214,15 @@ impl Cache {
         req: &Request,
         record: Record,
         files: &[u8],
-        sources: crate::pipeline::Sources,
-        library: crate::library::Library,
+        (sources, library): (crate::pipeline::Sources, crate::library::Library),
         sets: &[crate::pipeline::Set],
+        patch: bool,
     ) -> Result<Incremental, String> {
         let files = codec::decode_files(files)
             .map_err(|_| "the record is damaged")?
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, sources, &library, sets)
+        incremental::compile(req, record, files, sources, &library, sets, patch)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -275,13 +279,7 @@ impl Cache {
                 };
                 outputs.push((dir, entries));
             }
-            let dests = plans
-                .iter()
-                .map(|p| {
-                    let files = p.changes.iter().filter(|c| c.op != Op::Delete).count();
-                    (p.root.clone(), files)
-                })
-                .collect();
+            let dests = plans.iter().map(|p| (p.root.clone(), p.files())).collect();
             return self.write(
                 &Record {
                     format: FORMAT,
@@ -609,6 +607,7 @@ mod tests {
                 old: Some(generated.clone()),
                 new: generated.clone(),
             }],
+            kept: 0,
         };
         let read = Read {
             sources: Vec::new(),

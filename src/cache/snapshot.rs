@@ -267,6 +267,17 @@ pub enum Verdict {
 /// Compares `root` with `recorded`, hashing only the files whose signature
 /// moved or was racy.
 pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
+    verify_listing(root, recorded, mark, &mut Vec::new())
+}
+
+/// [`verify`], adding to `skipped` the directories the walk does not enter
+/// (in walk order), for the unlisted-files check, which looks into them.
+pub fn verify_listing(
+    root: &Path,
+    recorded: Option<&[Entry]>,
+    mark: i128,
+    skipped: &mut Vec<String>,
+) -> Verdict {
     let expected = recorded.unwrap_or_default();
     let mut next = expected.iter().enumerate();
     // Only what moved is copied: a current tree allocates nothing.
@@ -302,7 +313,10 @@ pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
             }
             Ok(true)
         },
-        |_| Ok(()),
+        |rel| {
+            skipped.push(rel.to_owned());
+            Ok(())
+        },
     );
     match present {
         Ok(present) if present != recorded.is_some() => {

@@ -80,7 +80,10 @@ pub(super) fn build(
             return Ok(Status::Ok);
         }
         // Only the definition files that changed.
-        Ok(Ok(cache::Lookup::Incremental(inc, why))) => incremental(&targets, *inc, &why, !check),
+        Ok(Ok(cache::Lookup::Incremental(inc, why))) => match &cache {
+            Ok(c) => incremental(&targets, c, &req, *inc, &why, !check),
+            Err(e) => Err(e.clone()),
+        },
         Ok(Err(why)) => Err(why),
         Err(why) => Err(why.clone()),
     };

@@ -32,9 +32,11 @@ pub(super) fn diff(
     };
     // Only the definition files that changed since the last build, when the
     // build cache can tell; `diff` never records.
-    let planned = cache::Cache::open(&req)
-        .and_then(|c| c.incremental(&req, &targets.pipeline_sets()))
-        .and_then(|inc| incremental(&targets, inc, "", false));
+    let planned = cache::Cache::open(&req).and_then(|c| {
+        let sets = targets.pipeline_sets();
+        let inc = c.incremental(&req, &sets, true)?;
+        incremental(&targets, &c, &req, inc, "", false)
+    });
     match planned {
         Ok(p) => {
             if format != DiffFormat::Json {

@@ -335,6 +335,26 @@ pub(super) struct Planned {
 /// written nothing.
 pub(super) fn incremental(
     targets: &Targets,
+    cache: &crate::cache::Cache,
+    req: &crate::cache::Request,
+    inc: crate::cache::Incremental,
+    why: &str,
+    lock: bool,
+) -> Result<Planned, String> {
+    if !inc.patched {
+        return planned(targets, inc, why, lock);
+    }
+    // A patch trusts each directory only when it is as its snapshot says;
+    // one that is not (a file edited, or added by hand) is planned whole.
+    planned(targets, inc, why, lock).or_else(|_| {
+        let inc = cache.incremental(req, &targets.pipeline_sets(), false)?;
+        planned(targets, inc, why, lock)
+    })
+}
+
+/// The plans of an incremental build, its directories locked when `lock`.
+fn planned(
+    targets: &Targets,
     inc: crate::cache::Incremental,
     why: &str,
     lock: bool,
@@ -444,16 +464,13 @@ pub(super) fn partial_guard(
 pub(super) fn status(plans: &[(Plan, String)], changed: impl Fn(&Plan, &str) -> String) -> String {
     let line = |plan: &Plan, dir: &str| {
         if plan.is_noop() {
-            format!("{}\n", up_to_date(&[(plan.changes.len(), dir)]))
+            format!("{}\n", up_to_date(&[(plan.files(), dir)]))
         } else {
             changed(plan, dir)
         }
     };
     if plans.iter().all(|(p, _)| p.is_noop()) {
-        let dirs: Vec<(usize, &str)> = plans
-            .iter()
-            .map(|(p, d)| (p.changes.len(), d.as_str()))
-            .collect();
+        let dirs: Vec<(usize, &str)> = plans.iter().map(|(p, d)| (p.files(), d.as_str())).collect();
         format!("{}\n", up_to_date(&dirs))
     } else {
         plans.iter().map(|(p, d)| line(p, d)).collect()

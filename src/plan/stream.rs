@@ -238,7 +238,14 @@ impl Stager {
         let stale = prune(&root, &desired).map_err(|d| vec![d])?;
         changes.extend(stale);
         changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok((Plan { root, changes }, Pending { writer, staged }))
+        Ok((
+            Plan {
+                root,
+                changes,
+                kept: 0,
+            },
+            Pending { writer, staged },
+        ))
     }
 }
 
