@@ -272,15 +272,35 @@ use crate::pipeline::Summary;
 /// format 5 or older is JSON, and starts with `{`.
 pub const MAGIC: &[u8] = b"trainc build record\n";
 
-/// A record's bytes: the magic, the format, then two length-prefixed
+/// [`write`] into a buffer.
+#[cfg(test)]
+pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = write(record, files, &mut out);
+    out
+}
+
+/// Writes a record's bytes to `out`: the magic, the format, then two
 /// sections: what a no-op build reads (the key, contexts and snapshots),
 /// and the per-definition-file part only an incremental build reads: the
-/// record's, or `files` as [`decode`] left it.
-pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.fixed(MAGIC);
-    w.uint(u128::from(record.format));
-    let mut main = Writer::default();
+/// record's, or `files` as [`decode`] left it. A section is its length, its
+/// bytes, and their [`checksum`]; each is written as it was built, not
+/// copied into one buffer (a record of 1,000 jobs is 2 MB).
+pub fn write(
+    record: &Record,
+    files: Option<&[u8]>,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let entries: usize = record
+        .outputs
+        .iter()
+        .flat_map(|(_, e)| e)
+        .map(Vec::len)
+        .sum();
+    // Most entries take 40-70 bytes: one allocation, no copies as it grows.
+    let mut main = Writer {
+        buf: Vec::with_capacity(entries * 72 + 4096),
+    };
     main.str(&record.key);
     // A few contexts at most: their JSON costs nothing to parse.
     main.bytes(&serde_json::to_vec(&record.contexts).unwrap_or_default());
@@ -300,27 +320,40 @@ pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
             }
         }
     }
-    section(&mut w, &main.buf);
-    if let Some(raw) = files {
-        section(&mut w, raw);
-        return w.buf;
-    }
-    let mut files = Writer::default();
-    match &record.files {
-        None => files.u8(0),
-        Some(f) => {
-            files.u8(1);
-            write_files(&mut files, f);
+    let built;
+    let files = match files {
+        Some(raw) => raw,
+        None => {
+            let mut w = Writer::default();
+            match &record.files {
+                None => w.u8(0),
+                Some(f) => {
+                    let size = f
+                        .sources
+                        .iter()
+                        .map(|s| s.body.as_ref().map_or(256, Vec::len) + 128)
+                        .sum();
+                    w.buf.reserve(size);
+                    w.u8(1);
+                    write_files(&mut w, f);
+                }
+            }
+            built = w.buf;
+            &built
         }
-    }
-    section(&mut w, &files.buf);
-    w.buf
-}
-
-/// A section: its length, its bytes, and their [`checksum`].
-fn section(w: &mut Writer, bytes: &[u8]) {
-    w.bytes(bytes);
-    w.fixed(&checksum(bytes).to_le_bytes());
+    };
+    let mut head = Writer::default();
+    head.fixed(MAGIC);
+    head.uint(u128::from(record.format));
+    head.usize(main.buf.len());
+    out.write_all(&head.buf)?;
+    out.write_all(&main.buf)?;
+    let mut mid = Writer::default();
+    mid.fixed(&checksum(&main.buf).to_le_bytes());
+    mid.usize(files.len());
+    out.write_all(&mid.buf)?;
+    out.write_all(files)?;
+    out.write_all(&checksum(files).to_le_bytes())
 }
 
 fn read_section<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {

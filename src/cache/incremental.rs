@@ -149,6 +149,8 @@ pub struct State {
     /// (`None`: not there), before anything was written; the record is
     /// made from it and the plan, without another walk.
     pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
+    /// The key of the inputs, when it is known already.
+    pub(super) key: Option<String>,
 }
 
 impl State {
@@ -175,6 +177,7 @@ impl State {
             sources,
             hashes,
             walked: HashMap::new(),
+            key: None,
         }
     }
 }
@@ -343,11 +346,17 @@ pub(super) fn compile(
     req: &super::Request,
     record: super::Record,
     files: Files,
-    sources: Sources,
-    library: &crate::library::Library,
+    inputs: super::Inputs,
     sets: &[Set],
     patch: bool,
 ) -> Result<Incremental, String> {
+    let super::Inputs {
+        sources,
+        hashes,
+        library,
+        key,
+    } = inputs;
+    let library = &library;
     let project = req.project;
     let global = req
         .global_key(library.digest())
@@ -366,12 +375,11 @@ pub(super) fn compile(
     let mut dirty: Sources = Vec::new();
     let mut changed: Vec<String> = Vec::new();
     let mut added = false;
-    for (path, file) in &sources {
-        let hash = source_hash(&file.text);
+    for ((path, file), hash) in sources.iter().zip(&hashes) {
         match old.remove(path) {
-            Some(r) if r.hash == hash && !r.warned => kept.push(r),
+            Some(r) if r.hash == *hash && !r.warned => kept.push(r),
             Some(r) => {
-                if r.hash != hash {
+                if r.hash != *hash {
                     changed.push(format!("{} changed", file.shown));
                 }
                 was.push(decoded(r)?);
@@ -438,6 +446,7 @@ pub(super) fn compile(
             sources: Some(all),
             hashes: HashMap::new(),
             walked: HashMap::new(),
+            key: Some(key),
         },
         compiled: compiled_jobs,
         jobs,

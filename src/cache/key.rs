@@ -62,12 +62,23 @@ impl Request<'_> {
     /// `library`: its [`Request::global_key`] and every definition file's
     /// path and [`source_hash`].
     pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
+        let hashes: Vec<String> = sources.iter().map(|(_, f)| source_hash(&f.text)).collect();
+        self.key_hashed(sources, &hashes, library)
+    }
+
+    /// [`Request::key`], with each file's [`source_hash`] in `hashes`.
+    pub fn key_hashed(
+        &self,
+        sources: &Sources,
+        hashes: &[String],
+        library: &str,
+    ) -> Option<String> {
         let mut h = Hasher::new("key");
         h.field(self.global_key(library)?.as_bytes());
         h.field(&sources.len().to_le_bytes());
-        for (path, file) in sources {
+        for ((path, _), hash) in sources.iter().zip(hashes) {
             h.path(path);
-            h.field(source_hash(&file.text).as_bytes());
+            h.field(hash.as_bytes());
         }
         Some(h.finish())
     }

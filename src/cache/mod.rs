@@ -69,22 +69,49 @@ pub enum Lookup {
 
 /// The definition files and the library as a build reads them (with the
 /// same size and encoding checks), each read once.
-fn inputs(req: &Request) -> Result<(crate::pipeline::Sources, crate::library::Library), String> {
+fn inputs(req: &Request) -> Result<Inputs, String> {
     let cannot = "an input cannot be read; the build will say which";
     let project = req.project;
     let paths = crate::pipeline::files(project, req.cwd, req.paths).map_err(|_| cannot)?;
+    // Each file hashed once, where it was read.
     let read = crate::par::map(&paths, |p| {
         let name = crate::load::display_name(&project.root, p);
-        crate::load::read_as(p, name, crate::load::shown_path(req.cwd, p)).ok()
+        let f = crate::load::read_as(p, name, crate::load::shown_path(req.cwd, p)).ok()?;
+        let hash = key::source_hash(&f.text);
+        Some((f, hash))
     });
+    let mut hashes = Vec::with_capacity(read.len());
     let sources = paths
         .into_iter()
         .zip(read)
-        .map(|(p, f)| Some((p, f?)))
+        .map(|(p, r)| {
+            let (f, hash) = r?;
+            hashes.push(hash);
+            Some((p, f))
+        })
         .collect::<Option<_>>()
         .ok_or(cannot)?;
     let library = project.library().map_err(|_| cannot)?;
-    Ok((sources, library))
+    let key = req
+        .key_hashed(&sources, &hashes, library.digest())
+        .ok_or("the trainc executable cannot be inspected")?;
+    Ok(Inputs {
+        sources,
+        hashes,
+        library,
+        key,
+    })
+}
+
+/// The definition files and the library as a build reads them (with the
+/// same size and encoding checks), each read and hashed once, and the key
+/// of a build of them.
+pub(super) struct Inputs {
+    pub sources: crate::pipeline::Sources,
+    /// Each file's [`key::source_hash`].
+    pub hashes: Vec<String>,
+    pub library: crate::library::Library,
+    pub key: String,
 }
 
 /// Whether `record` is of the directories `req` writes, and its build
@@ -146,11 +173,8 @@ impl Cache {
     pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
         let bytes = self.read()?;
         let (mut record, files) = load(&bytes)?;
-        let (sources, library) = inputs(req)?;
-        let key = req
-            .key(&sources, library.digest())
-            .ok_or("the trainc executable cannot be inspected")?;
-        let why = if record.key == key {
+        let inputs = inputs(req)?;
+        let why = if record.key == inputs.key {
             match self.current(req, &mut record, files) {
                 Ok(()) => return Ok(Lookup::Fresh(record.dests)),
                 Err(why) => why,
@@ -159,8 +183,8 @@ impl Cache {
             "the definitions, project, library or trainc changed".to_owned()
         };
         // The output differs from its snapshot only when the key matched.
-        let patch = record.key != key;
-        let inc = self.compile(req, record, files, (sources, library), sets, patch)?;
+        let patch = record.key != inputs.key;
+        let inc = self.compile(req, record, files, inputs, sets, patch)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
     }
 
@@ -214,7 +238,7 @@ impl Cache {
         req: &Request,
         record: Record,
         files: &[u8],
-        (sources, library): (crate::pipeline::Sources, crate::library::Library),
+        inputs: Inputs,
         sets: &[crate::pipeline::Set],
         patch: bool,
     ) -> Result<Incremental, String> {
@@ -222,7 +246,7 @@ impl Cache {
             .map_err(|_| "the record is damaged")?
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, sources, &library, sets, patch)
+        incremental::compile(req, record, files, inputs, sets, patch)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -235,9 +259,12 @@ impl Cache {
         state: &mut State,
         plans: &[&Plan],
     ) -> Result<(), String> {
-        let key = req
-            .key(&read.sources, &read.library)
-            .ok_or("the trainc executable cannot be inspected")?;
+        let key = match state.key.take() {
+            Some(key) => key,
+            None => req
+                .key(&read.sources, &read.library)
+                .ok_or("the trainc executable cannot be inspected")?,
+        };
         // The record would change the context, and with it every tag.
         if let Some(c) = read.contexts.iter().find(|c| c.reaches(&self.dir)) {
             return Err(format!(
@@ -363,12 +390,13 @@ impl Cache {
         self.write(&record, None)
     }
 
-    fn files(req: &Request, read: &Read, state: &State) -> Option<incremental::Files> {
-        state.sources.as_ref().and_then(|sources| {
-            Some(incremental::Files {
-                global: req.global_key(&read.library)?,
-                sources: sources.clone(),
-            })
+    /// The per-file part of the record, taken from `state`: a build is
+    /// recorded once.
+    fn files(req: &Request, read: &Read, state: &mut State) -> Option<incremental::Files> {
+        let sources = state.sources.take()?;
+        Some(incremental::Files {
+            global: req.global_key(&read.library)?,
+            sources,
         })
     }
 
@@ -398,7 +426,6 @@ impl Cache {
     /// `files`: the per-file part as read, when `record` does not hold it.
     fn write(&self, record: &Record, files: Option<&[u8]>) -> Result<(), String> {
         let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
-        let bytes = codec::encode(record, files);
         let builds = self.dir.join("builds");
         {
             use std::os::unix::fs::DirBuilderExt as _;
@@ -416,7 +443,7 @@ impl Cache {
             .prefix(".record-")
             .tempfile_in(&builds)
             .map_err(io)?;
-        tmp.write_all(&bytes).map_err(io)?;
+        codec::write(record, files, &mut tmp).map_err(io)?;
         tmp.persist(&self.file).map_err(|e| io(e.error))?;
         sweep(&builds);
         Ok(())

@@ -180,6 +180,48 @@ pub fn after(
     mark: i128,
 ) -> io::Result<Vec<Entry>> {
     use crate::plan::Op;
+    // Most builds only rewrite files that were there: their entries are
+    // changed where they stand, and the tree's entries are not moved.
+    let at = |rel: &str| {
+        before
+            .binary_search_by(|e| walk_cmp(&e.path, rel))
+            .ok()
+            .filter(|&i| before[i].kind == Kind::File)
+    };
+    let updated: Option<Vec<(usize, &crate::plan::Change)>> = plan
+        .pending()
+        .map(|c| {
+            (c.op == Op::Update)
+                .then(|| at(&c.path))
+                .flatten()
+                .map(|i| (i, c))
+        })
+        .collect();
+    if let Some(updated) = updated {
+        let mut states = Vec::with_capacity(updated.len());
+        for (i, c) in updated {
+            let sig = Sig::now(&root.join(&c.path))
+                .map_err(|e| io::Error::other(format!("{}: {e}", c.path)))?;
+            states.push((
+                i,
+                FileState {
+                    sig,
+                    hash: content_hash(&c.new),
+                    racy: true,
+                },
+            ));
+        }
+        let mut out = before;
+        for e in &mut out {
+            if let Some(f) = &mut e.file {
+                f.racy = f.sig.racy(mark);
+            }
+        }
+        for (i, state) in states {
+            out[i].file = Some(state);
+        }
+        return Ok(out);
+    }
     // Each entry that changes: its new state, or `None` when it is gone.
     let mut mods: Vec<(String, Option<Entry>)> = Vec::new();
     let mut made = std::collections::HashSet::new();
