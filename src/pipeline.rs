@@ -55,16 +55,20 @@ pub fn load(
 ) -> Result<(Sources, Vec<Document>), Vec<Diagnostic>> {
     let files = files(project, cwd, paths)?;
     // Files parse independently; results come back in file order. trainc's
-    // own output is not parsed: it is refused below.
-    let parsed = par::map(&files, |path| {
-        let name = load::display_name(&project.root, path);
-        load::read_as(path, name, load::shown_path(cwd, path)).and_then(|f| {
-            let docs = if emit::is_generated(f.text.as_bytes()) {
-                None
-            } else {
-                Some(load::parse(&f)?)
-            };
-            Ok((path.clone(), docs, f))
+    // own output is not parsed: it is refused below. Validation's schema is
+    // compiled meanwhile.
+    let parsed = std::thread::scope(|s| {
+        s.spawn(validate::schema::warm);
+        par::map(&files, |path| {
+            let name = load::display_name(&project.root, path);
+            load::read_as(path, name, load::shown_path(cwd, path)).and_then(|f| {
+                let docs = if emit::is_generated(f.text.as_bytes()) {
+                    None
+                } else {
+                    Some(load::parse(&f)?)
+                };
+                Ok((path.clone(), docs, f))
+            })
         })
     });
     let mut sources = Vec::with_capacity(files.len());
@@ -161,7 +165,7 @@ pub fn check(
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let (sources, docs) = load(project, cwd, paths)?;
     let library = project.library()?;
-    resolve(project, &library, &sources, &docs)
+    resolve(project, &library, &sources, &docs).map(|(jobs, warnings, _)| (jobs, warnings))
 }
 
 /// The jobs of each set asked for, in order, and the warnings about any.
@@ -231,6 +235,13 @@ enum Scope {
     Some,
 }
 
+/// A set's jobs and the summaries of its documents.
+type SetJobs = (Vec<Job>, Vec<Summary>);
+
+/// A set's jobs, the warnings about them and the summaries of its
+/// documents.
+type ResolvedSet = (Vec<Job>, Vec<Diagnostic>, Vec<Summary>);
+
 /// [`Resolved`] and the summaries of each set's documents.
 type ResolvedParts = (Vec<Vec<Job>>, Vec<Diagnostic>, Vec<Vec<Summary>>);
 
@@ -262,9 +273,9 @@ fn resolve_parts(
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let base = match resolve_one(project, library, sources, docs) {
-        Ok((jobs, w)) => {
+        Ok((jobs, w, summaries)) => {
             warnings.extend(w);
-            Some(jobs)
+            Some((jobs, summaries))
         }
         Err(d) => {
             errors.extend(d);
@@ -275,8 +286,7 @@ fn resolve_parts(
     let mut variants: Vec<&Variant> = which.iter().flatten().copied().collect();
     variants.sort_by(|a, b| a.name.cmp(&b.name));
     variants.dedup_by(|a, b| a.name == b.name);
-    let mut resolved: Vec<(&str, Vec<Job>, Vec<Summary>)> = Vec::new();
-    let base_summaries = summarize(docs, &project.defaults);
+    let mut resolved: Vec<(&str, SetJobs)> = Vec::new();
     if let Some(project_doc) = &project.doc {
         for v in variants {
             if complete {
@@ -299,10 +309,9 @@ fn resolve_parts(
                 })
             };
             match resolve_one(project, library, sources, &patched) {
-                Ok((jobs, w)) => {
+                Ok((jobs, w, summaries)) => {
                     warnings.extend(w.into_iter().filter_map(own));
-                    let summaries = summarize(&patched, &project.defaults);
-                    resolved.push((&v.name, jobs, summaries));
+                    resolved.push((&v.name, (jobs, summaries)));
                 }
                 Err(d) => errors.extend(d.into_iter().filter_map(own)),
             }
@@ -314,16 +323,31 @@ fn resolve_parts(
         return Err(errors);
     }
     diagnostic::normalize(&mut warnings);
-    let base = base.unwrap_or_default();
+    let mut base = base.unwrap_or_default();
+    fn name<'a>(w: &Option<&'a Variant>) -> Option<&'a str> {
+        w.map(|v| v.name.as_str())
+    }
+    // Each set's jobs moved out at its last mention in `which`, cloned
+    // before: a thousand jobs are worth not copying.
     let (jobs, summaries) = which
         .iter()
-        .map(|w| match w {
-            None => (base.clone(), base_summaries.clone()),
-            Some(v) => resolved
-                .iter()
-                .find(|(n, _, _)| *n == v.name)
-                .map(|(_, j, s)| (j.clone(), s.clone()))
-                .unwrap_or_default(),
+        .enumerate()
+        .map(|(i, w)| {
+            let again = which[i + 1..].iter().any(|o| name(o) == name(w));
+            let found = match w {
+                None => Some(&mut base),
+                Some(v) => resolved
+                    .iter_mut()
+                    .find(|(n, _)| *n == v.name)
+                    .map(|(_, set)| set),
+            };
+            found.map_or_else(Default::default, |set| {
+                if again {
+                    set.clone()
+                } else {
+                    std::mem::take(set)
+                }
+            })
         })
         .unzip();
     Ok((jobs, warnings, summaries))
@@ -335,7 +359,7 @@ fn resolve_some(
     project: &Project,
     library: &Library,
     docs: &[Document],
-) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
+) -> Result<ResolvedSet, Vec<Diagnostic>> {
     let generated = project.written_dirs();
     let cx = validate::Context {
         defaults: &project.defaults,
@@ -343,7 +367,8 @@ fn resolve_some(
         root: &project.root,
         generated: &generated,
     };
-    validate::validate(docs, &cx)
+    let valid = validate::validate_all(docs, &cx)?;
+    Ok((valid.jobs, valid.warnings, summarize(valid.facts)))
 }
 
 /// A definition document as the rules across documents see it (duplicate
@@ -361,25 +386,21 @@ pub struct Summary {
     pub floor: u64,
 }
 
-/// The summaries of documents that passed validation (of the others,
-/// nothing: a build of them fails).
-fn summarize(docs: &[Document], defaults: &crate::model::project::Defaults) -> Vec<Summary> {
-    use crate::model::definition::TrainingJob;
-    docs.iter()
-        .filter_map(|doc| {
-            let mut def = doc.typed::<TrainingJob>().ok()?;
-            def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-            let claims = validate::rules::generated(&def, defaults)
+/// The summaries of the documents, from what validation found of them
+/// (every document, when it passes).
+fn summarize(facts: Vec<validate::Facts>) -> Vec<Summary> {
+    facts
+        .into_iter()
+        .map(|f| Summary {
+            source: f.source,
+            namespace: f.namespace,
+            name: f.name,
+            claims: f
+                .generated
                 .into_iter()
                 .map(|g| (g.kind.to_owned(), g.namespace, g.name))
-                .collect();
-            Some(Summary {
-                source: doc.file.name.clone(),
-                namespace: crate::model::job::namespace_of(&def, defaults),
-                name: def.metadata.name.clone(),
-                claims,
-                floor: validate::floor(doc, &def),
-            })
+                .collect(),
+            floor: f.floor,
         })
         .collect()
 }
@@ -389,8 +410,8 @@ fn resolve(
     library: &Library,
     sources: &Sources,
     docs: &[Document],
-) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (jobs, warnings) = resolve_some(project, library, docs)?;
+) -> Result<ResolvedSet, Vec<Diagnostic>> {
+    let (jobs, warnings, summaries) = resolve_some(project, library, docs)?;
     if jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
@@ -413,7 +434,7 @@ fn resolve(
                 .hint("add a `kind: TrainingJob` document; to remove every job, delete the output directory by hand"),
         ]);
     }
-    Ok((jobs, warnings))
+    Ok((jobs, warnings, summaries))
 }
 
 /// Renders and hashes the jobs' image builds (see [`crate::image`]) and
@@ -640,11 +661,20 @@ fn compile_sets(
     }];
     let mut outputs = Vec::with_capacity(sets.len());
     let mut diags = Vec::new();
+    // The definitions' jobs are moved into the last set that writes them,
+    // not copied.
+    let mut base_sets = sets.iter().filter(|s| s.variant.is_none()).count();
     for (index, set) in sets.iter().enumerate() {
         let (jobs, builds) = match set.variant {
             None => {
                 parts[0].set = Some(outputs.len());
-                (base.clone(), base_prepared.tree.clone())
+                base_sets -= 1;
+                let jobs = if base_sets == 0 {
+                    std::mem::take(&mut base)
+                } else {
+                    base.clone()
+                };
+                (jobs, base_prepared.tree.clone())
             }
             Some(v) => {
                 let mut jobs = resolved.next().unwrap_or_default();

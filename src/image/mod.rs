@@ -119,6 +119,12 @@ pub fn builds(
         ]);
     }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
+    let tb_template = library.template(dockerfile::TENSORBOARD_TEMPLATE);
+    // Both images of every job are prepared on every core, from the jobs as
+    // they were: neither sees the image the other fills in.
+    let tensorboards = crate::par::map(jobs, |job| {
+        tensorboard(job, tb_template, &out_shown, &bake_shown)
+    });
     let results = crate::par::map(
         jobs,
         |job| -> Result<Option<(ImageBuild, ContextPrint)>, Diagnostic> {
@@ -167,10 +173,14 @@ pub fn builds(
     let mut builds = Vec::new();
     let mut prints = Vec::new();
     let mut diags = Vec::new();
-    let tb_template = library.template(dockerfile::TENSORBOARD_TEMPLATE);
-    for job in jobs.iter_mut() {
-        match tensorboard(job, tb_template, &out_shown, &bake_shown) {
-            Ok(Some(build)) => builds.push(build),
+    for (job, r) in jobs.iter_mut().zip(tensorboards) {
+        match r {
+            Ok(Some(build)) => {
+                if let Some(tb) = &mut job.tensorboard {
+                    tb.image.clone_from(&build.image);
+                }
+                builds.push(build);
+            }
             Ok(None) => {}
             Err(d) => diags.push(d),
         }
@@ -203,7 +213,7 @@ pub fn builds(
 /// library's template, tagged by the hash of what it builds. Its context is
 /// the job's build-spec directory: the Dockerfile copies nothing.
 fn tensorboard(
-    job: &mut Job,
+    job: &Job,
     template: Option<&str>,
     out_shown: &str,
     bake_shown: &str,
@@ -243,11 +253,8 @@ fn tensorboard(
         source: job.source.clone(),
         context,
         path,
-        image: image.clone(),
+        image,
         dockerfile: text.into_bytes(),
     };
-    if let Some(tb) = &mut job.tensorboard {
-        tb.image = image;
-    }
     Ok(Some(build))
 }

@@ -233,10 +233,13 @@ pub(crate) fn into_json(root: Spanned<Node>, index: &mut SpanIndex) -> Value {
         text: to_pos(root.defined),
     };
     index.map.insert(String::new(), pos);
-    convert(root.value, String::new(), index)
+    convert(root.value, &mut String::new(), index)
 }
 
-fn convert(node: Node, pointer: String, index: &mut SpanIndex) -> Value {
+/// `pointer` is the node's own, as a buffer its children's are built in and
+/// taken off again: one allocation per node, the index's key.
+fn convert(node: Node, pointer: &mut String, index: &mut SpanIndex) -> Value {
+    use std::fmt::Write as _;
     match node {
         Node::Null => Value::Null,
         Node::Bool(b) => Value::Bool(b),
@@ -248,34 +251,51 @@ fn convert(node: Node, pointer: String, index: &mut SpanIndex) -> Value {
         Node::Str(s) => Value::String(s),
         Node::Seq(items) => {
             let mut out = Vec::with_capacity(items.len());
+            let len = pointer.len();
             for (i, item) in items.into_iter().enumerate() {
-                let child = format!("{pointer}/{i}");
+                // Writing into a String cannot fail.
+                let _ = write!(pointer, "/{i}");
                 index.map.insert(
-                    child.clone(),
+                    pointer.clone(),
                     NodePos {
                         key: None,
                         value: to_pos(item.referenced),
                         text: to_pos(item.defined),
                     },
                 );
-                out.push(convert(item.value, child, index));
+                out.push(convert(item.value, pointer, index));
+                pointer.truncate(len);
             }
             Value::Array(out)
         }
         Node::Map(entries) => {
             let mut out = Map::new();
+            let len = pointer.len();
             for (key, value) in entries {
-                let child = format!("{pointer}/{}", pointer_segment(&key.value.0));
+                pointer.push('/');
+                push_segment(pointer, &key.value.0);
                 let pos = NodePos {
                     key: Some(to_pos(key.referenced)),
                     value: to_pos(value.referenced),
                     text: to_pos(value.defined),
                 };
-                index.map.insert(child.clone(), pos);
-                let v = convert(value.value, child, index);
+                index.map.insert(pointer.clone(), pos);
+                let v = convert(value.value, pointer, index);
+                pointer.truncate(len);
                 out.insert(key.value.0, v);
             }
             Value::Object(out)
+        }
+    }
+}
+
+/// [`pointer_segment`], appended to `pointer`.
+fn push_segment(pointer: &mut String, key: &str) {
+    for c in key.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
         }
     }
 }

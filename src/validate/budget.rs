@@ -25,13 +25,17 @@ fn weight(v: &Value) -> u64 {
     }
 }
 
+/// `(role, replicas, bytes per task)` for each role with tasks: see
+/// [`per_task`].
+pub(super) type Tasks = Vec<(RoleKind, u64, u64)>;
+
 /// The settings of a task of each role: the document, less what reaches no
 /// task's pod (the build inputs, which go to the Dockerfile; TensorBoard,
 /// its own Deployment; an NFS or CSI volume and a claim's selector, the
 /// PersistentVolume and the claim) and less the other roles (their own
 /// settings, and the volumes only they mount). `(role, replicas, bytes per
 /// task)` for roles with tasks.
-fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
+pub(super) fn per_task(doc: &Document, def: &TrainingJob) -> Tasks {
     let at = |p: &str| doc.value.pointer(p).map_or(0, weight);
     let mut outside = 0u64;
     let mut only: Vec<(RoleKind, u64)> = Vec::new();
@@ -73,21 +77,27 @@ fn per_task(doc: &Document, def: &TrainingJob) -> Vec<(RoleKind, u64, u64)> {
 
 /// The least output one document makes: its tasks times their settings.
 pub fn floor(doc: &Document, def: &TrainingJob) -> u64 {
-    per_task(doc, def)
-        .iter()
-        .map(|(_, n, w)| n.saturating_mul(*w))
-        .sum()
+    floor_of(&per_task(doc, def))
+}
+
+/// [`floor`] of a document's [`per_task`].
+pub(super) fn floor_of(roles: &Tasks) -> u64 {
+    roles.iter().map(|(_, n, w)| n.saturating_mul(*w)).sum()
 }
 
 /// Refuses each job whose tasks times settings pass the output limit, at
 /// the replicas of the role that weighs most; then, if every job fits, all
 /// of them together.
-pub(super) fn check(valid: &[(&Document, TrainingJob)], diags: &mut Vec<Diagnostic>) {
+/// `valid`: each valid document with its [`per_task`].
+pub(super) fn check<'a>(
+    valid: impl ExactSizeIterator<Item = (&'a Document, &'a Tasks)>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut total = 0u64;
     let mut over = false;
-    for (doc, def) in valid {
-        let roles = per_task(doc, def);
-        let floor: u64 = roles.iter().map(|(_, n, w)| n.saturating_mul(*w)).sum();
+    let count = valid.len();
+    for (doc, roles) in valid {
+        let floor = floor_of(roles);
         total = total.saturating_add(floor);
         if floor <= MAX_OUTPUT_BYTES {
             continue;
@@ -115,7 +125,7 @@ pub(super) fn check(valid: &[(&Document, TrainingJob)], diags: &mut Vec<Diagnost
         diags.push(
             Diagnostic::new(format!(
                 "the {} jobs make at least {} of manifests together, over the {} limit for a build's output",
-                valid.len(),
+                count,
                 mib(total),
                 mib(MAX_OUTPUT_BYTES)
             ))

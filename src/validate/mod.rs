@@ -9,7 +9,7 @@ pub mod schema;
 mod security;
 mod suggest;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::diagnostic::{self, Diagnostic};
@@ -41,41 +41,72 @@ pub fn validate(
     docs: &[Document],
     cx: &Context,
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
+    validate_all(docs, cx).map(|v| (v.jobs, v.warnings))
+}
+
+/// What [`validate_all`] found valid.
+#[derive(Debug)]
+pub struct Validated {
+    /// Sorted by namespace and name.
+    pub jobs: Vec<Job>,
+    pub warnings: Vec<Diagnostic>,
+    /// One per document, in their order: what the rules across documents
+    /// saw of it.
+    pub facts: Vec<Facts>,
+}
+
+/// A valid document as the rules across documents see it.
+#[derive(Debug)]
+pub struct Facts {
+    /// The document's file, by its name.
+    pub source: String,
+    pub namespace: String,
+    pub name: String,
+    /// The objects it generates.
+    pub generated: Vec<rules::Generated>,
+    /// The least output it makes (see [`floor`]).
+    pub floor: u64,
+}
+
+/// What one document's own checks made of it.
+struct Checked {
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+    /// Only without errors.
+    valid: Option<Valid>,
+}
+
+/// A document that passed its own checks, with what the rules across
+/// documents need of it, worked out beside the checks.
+struct Valid {
+    /// Boxed: a definition is some kilobytes, and a thousand of them moved
+    /// from the workers' results into `valid` is memory touched twice.
+    def: Box<TrainingJob>,
+    tasks: budget::Tasks,
+    generated: Vec<rules::Generated>,
+}
+
+/// [`validate`], also returning the facts the rules across documents used.
+///
+/// Each document's own checks (schema, typing, the semantic rules) and then
+/// each valid job's resolution run on every core, one document at a time;
+/// the results are gathered in document order, so the findings are the
+/// same whatever the scheduling. The rules across documents (duplicates,
+/// the output budget, shared generated names) run after, on one thread.
+pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Diagnostic>> {
     let defaults = cx.defaults;
     let mut diags = Vec::new();
     let mut warnings = Vec::new();
-    let mut valid: Vec<(&Document, TrainingJob)> = Vec::new();
-    for doc in docs {
-        if let Some(d) = project_file(doc) {
-            diags.push(d);
-            continue;
-        }
-        let found = schema::training_job(doc).check(doc);
-        if !found.is_empty() {
-            diags.extend(found);
-            continue;
-        }
-        match doc.typed::<TrainingJob>() {
-            Ok(mut def) => {
-                def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-                let (found, warned): (Vec<Diagnostic>, Vec<Diagnostic>) =
-                    rules::check(doc, &def, cx)
-                        .into_iter()
-                        .partition(Diagnostic::is_error);
-                warnings.extend(warned);
-                if found.is_empty() {
-                    valid.push((doc, def));
-                } else {
-                    diags.extend(found);
-                }
-            }
-            Err(d) => diags.push(d),
-        }
+    let mut valid: Vec<(&Document, Valid)> = Vec::new();
+    for (doc, checked) in docs.iter().zip(crate::par::map(docs, |doc| check(doc, cx))) {
+        diags.extend(checked.errors);
+        warnings.extend(checked.warnings);
+        valid.extend(checked.valid.map(|v| (doc, v)));
     }
     duplicates(&valid, defaults, &mut diags);
-    budget::check(&valid, &mut diags);
+    budget::check(valid.iter().map(|(doc, v)| (*doc, &v.tasks)), &mut diags);
     if diags.is_empty() {
-        collisions(&valid, defaults, &mut diags);
+        collisions(&valid, &mut diags);
     }
     if !diags.is_empty() {
         // Warnings too: a user fixing errors sees everything at once.
@@ -83,25 +114,25 @@ pub fn validate(
         diagnostic::normalize(&mut diags);
         return Err(diags);
     }
-    let mut jobs: Vec<Job> = valid
-        .iter()
-        .map(|(doc, def)| {
-            // rules::check has made sure the preset exists.
-            let preset = cx.library.preset(def.framework_name());
-            preset.map(|p| job::resolve(def, defaults, &doc.file.name, cx.root, p))
-        })
-        .collect::<Option<Vec<Job>>>()
-        .ok_or_else(|| {
+    let resolved = crate::par::map(&valid, |(doc, v)| {
+        // `check` has made sure the preset exists.
+        let preset = cx.library.preset(v.def.framework_name())?;
+        let job = job::resolve(&v.def, defaults, &doc.file.name, cx.root, preset);
+        // Patches are checked by applying them to the pod templates, which
+        // only a resolved job has.
+        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) = patches::applied(doc, &job)
+            .into_iter()
+            .partition(|d| !d.is_error());
+        Some((job, warned, found))
+    });
+    let mut jobs = Vec::with_capacity(resolved.len());
+    for r in resolved {
+        let (job, warned, found) = r.ok_or_else(|| {
             vec![Diagnostic::new(
                 "internal error: a validated job has no preset",
             )]
         })?;
-    // Patches are checked by applying them to the pod templates, which
-    // only a resolved job has.
-    for ((doc, _), job) in valid.iter().zip(&jobs) {
-        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) = patches::applied(doc, job)
-            .into_iter()
-            .partition(|d| !d.is_error());
+        jobs.push(job);
         warnings.extend(warned);
         diags.extend(found);
     }
@@ -112,7 +143,56 @@ pub fn validate(
     }
     diagnostic::normalize(&mut warnings);
     jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok((jobs, warnings))
+    let facts = valid
+        .into_iter()
+        .map(|(doc, v)| Facts {
+            source: doc.file.name.clone(),
+            namespace: namespace_of(&v.def, defaults),
+            floor: budget::floor_of(&v.tasks),
+            name: v.def.metadata.name,
+            generated: v.generated,
+        })
+        .collect();
+    Ok(Validated {
+        jobs,
+        warnings,
+        facts,
+    })
+}
+
+/// One document's own checks, and what the rules across documents need of
+/// it if it passes them.
+fn check(doc: &Document, cx: &Context) -> Checked {
+    let failed = |errors| Checked {
+        errors,
+        warnings: Vec::new(),
+        valid: None,
+    };
+    if let Some(d) = project_file(doc) {
+        return failed(vec![d]);
+    }
+    let found = schema::training_job(doc).check(doc);
+    if !found.is_empty() {
+        return failed(found);
+    }
+    let mut def = match doc.typed::<TrainingJob>() {
+        Ok(def) => Box::new(def),
+        Err(d) => return failed(vec![d]),
+    };
+    def.keep_written(|p| doc.source_text(p).map(str::to_owned));
+    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = rules::check(doc, &def, cx)
+        .into_iter()
+        .partition(Diagnostic::is_error);
+    let valid = errors.is_empty().then(|| Valid {
+        tasks: budget::per_task(doc, &def),
+        generated: rules::generated(&def, cx.defaults),
+        def,
+    });
+    Checked {
+        errors,
+        warnings,
+        valid,
+    }
 }
 
 /// A project file among the sources (`trainc build examples` finds
@@ -141,21 +221,17 @@ fn project_file(doc: &Document) -> Option<Diagnostic> {
 }
 
 /// The same job (namespace + name) defined twice would write the same files.
-fn duplicates(
-    valid: &[(&Document, TrainingJob)],
-    defaults: &Defaults,
-    diags: &mut Vec<Diagnostic>,
-) {
+fn duplicates(valid: &[(&Document, Valid)], defaults: &Defaults, diags: &mut Vec<Diagnostic>) {
     let mut seen: BTreeMap<(String, String), &Document> = BTreeMap::new();
     // Report the later definition (by file name, then position), whatever
     // order the files were given in.
-    let mut ordered: Vec<&(&Document, TrainingJob)> = valid.iter().collect();
+    let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
     ordered.sort_by_key(|(doc, _)| {
         let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
         (doc.file.name.clone(), pos)
     });
-    for (doc, def) in ordered {
-        let key = (namespace_of(def, defaults), def.metadata.name.clone());
+    for (doc, v) in ordered {
+        let key = (namespace_of(&v.def, defaults), v.def.metadata.name.clone());
         if let Some(first) = seen.get(&key) {
             let mut d = Diagnostic::new(format!("job `{}/{}` is defined twice", key.0, key.1))
                 .path("metadata.name")
@@ -174,21 +250,18 @@ fn duplicates(
 /// Two jobs whose generated objects share a name (job `a` with volume `z-data`
 /// and job `a-z` with volume `data` both claim `a-z-data`) would overwrite
 /// each other in the cluster.
-fn collisions(
-    valid: &[(&Document, TrainingJob)],
-    defaults: &Defaults,
-    diags: &mut Vec<Diagnostic>,
-) {
-    let mut ordered: Vec<&(&Document, TrainingJob)> = valid.iter().collect();
+fn collisions(valid: &[(&Document, Valid)], diags: &mut Vec<Diagnostic>) {
+    let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
     ordered.sort_by_key(|(doc, _)| {
         let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
         (doc.file.name.clone(), pos)
     });
-    let mut owners: BTreeMap<(&'static str, Option<String>, String), &Document> = BTreeMap::new();
-    for (doc, def) in ordered {
+    // Looked up only, never walked: the order of the reports is `ordered`'s.
+    let mut owners: HashMap<(&'static str, Option<&str>, &str), &Document> = HashMap::new();
+    for (doc, v) in ordered {
         let mut reported = false;
-        for g in rules::generated(def, defaults) {
-            let key = (g.kind, g.namespace.clone(), g.name.clone());
+        for g in &v.generated {
+            let key = (g.kind, g.namespace.as_deref(), g.name.as_str());
             match owners.get(&key) {
                 Some(first) if !std::ptr::eq(*first, *doc) && !reported => {
                     let shown = match &g.namespace {
@@ -213,6 +286,128 @@ fn collisions(
                     owners.insert(key, doc);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::source::SourceFile;
+
+    fn definition(name: &str, replicas: &str) -> String {
+        format!(
+            "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: {name}\nspec:\n  framework: tensorflow\n  strategy: parameter-server\n  image: registry.example.com/ml/mnist:1.0\n  command: [python, /app/train.py]\n  roles:\n    ps: {{replicas: 1}}\n    worker: {{replicas: {replicas}}}\n  storage:\n    - {{name: data, mountPath: /data, size: 5Gi, nfs: {{server: nas.example.com, path: /data}}}}\n  tensorboard: {{logDir: /data/logs}}\n"
+        )
+    }
+
+    fn docs(texts: &[String]) -> Vec<Document> {
+        texts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| {
+                let file = Arc::new(SourceFile::new(format!("jobs/{i:03}.yaml"), t.as_str()));
+                crate::load::parse(&file).expect("test definitions parse")
+            })
+            .collect()
+    }
+
+    fn messages(diags: &[Diagnostic]) -> Vec<String> {
+        diags
+            .iter()
+            .map(|d| {
+                let at = d
+                    .location
+                    .as_ref()
+                    .map(|l| (l.file.name.clone(), l.pos.line));
+                format!("{at:?} {}", d.title())
+            })
+            .collect()
+    }
+
+    /// Documents are checked on every core; what is found is what checking
+    /// them one at a time finds, in the same order, and the rules across
+    /// documents still see all of them.
+    #[test]
+    fn findings_do_not_depend_on_the_threads() {
+        let library = Library::builtin().expect("built-in library");
+        let defaults = Defaults::default();
+        let cx = Context {
+            defaults: &defaults,
+            library: &library,
+            root: Path::new("/project"),
+            generated: &[],
+        };
+        // More documents than any machine has cores, every third one wrong
+        // in its own way, and two that clash across files.
+        let mut texts: Vec<String> = (0..60)
+            .map(|i| match i % 3 {
+                0 => definition(&format!("job-{i}"), "-1"),
+                1 => definition(&format!("Job_{i}"), "2"),
+                _ => definition(&format!("job-{i}"), "2"),
+            })
+            .collect();
+        texts.push(definition("job-2", "3"));
+        let all = docs(&texts);
+        let found = validate(&all, &cx).expect_err("the definitions are wrong");
+        let mut one_by_one: Vec<Diagnostic> = all[..60]
+            .iter()
+            .flat_map(|d| match validate(std::slice::from_ref(d), &cx) {
+                Ok((_, warnings)) => warnings,
+                Err(d) => d,
+            })
+            .collect();
+        diagnostic::normalize(&mut one_by_one);
+        let dup = messages(&found)
+            .into_iter()
+            .filter(|m| m.contains("defined twice"))
+            .count();
+        assert_eq!(dup, 1, "{:#?}", messages(&found));
+        let mut without_dup = found.clone();
+        without_dup.retain(|d| !d.title().contains("defined twice"));
+        assert_eq!(messages(&without_dup), messages(&one_by_one));
+        assert_eq!(
+            messages(&found),
+            messages(&validate(&all, &cx).expect_err("the same run again")),
+        );
+    }
+
+    /// What the rules across documents saw of each document (the build
+    /// cache's summaries) is what working it out alone gives.
+    #[test]
+    fn facts_are_each_documents_own() {
+        let library = Library::builtin().expect("built-in library");
+        let defaults = Defaults::default();
+        let cx = Context {
+            defaults: &defaults,
+            library: &library,
+            root: Path::new("/project"),
+            generated: &[],
+        };
+        let texts: Vec<String> = (0..20)
+            .map(|i| definition(&format!("job-{i}"), &(i % 5 + 1).to_string()))
+            .collect();
+        let all = docs(&texts);
+        let valid = validate_all(&all, &cx).expect("valid definitions");
+        assert_eq!(valid.facts.len(), all.len());
+        for (doc, facts) in all.iter().zip(&valid.facts) {
+            let mut def = doc.typed::<TrainingJob>().expect("typed");
+            def.keep_written(|p| doc.source_text(p).map(str::to_owned));
+            assert_eq!(facts.source, doc.file.name);
+            assert_eq!(facts.name, def.metadata.name);
+            assert_eq!(facts.namespace, namespace_of(&def, &defaults));
+            assert_eq!(facts.floor, floor(doc, &def));
+            let claims = |g: &[rules::Generated]| -> Vec<String> {
+                g.iter()
+                    .map(|g| format!("{} {:?} {}", g.kind, g.namespace, g.name))
+                    .collect()
+            };
+            assert_eq!(
+                claims(&facts.generated),
+                claims(&rules::generated(&def, &defaults))
+            );
         }
     }
 }

@@ -35,6 +35,13 @@ static TRAINING_JOB_LEAN: LazyLock<Schema> =
     LazyLock::new(|| Schema::new(lean(parse(TRAINING_JOB_SCHEMA))));
 pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(parse(PROJECT_SCHEMA)));
 
+/// Compiles the schema most definitions are checked against, so that it
+/// can be done on a spare thread while the definitions load, rather than
+/// by the first document's check while the others wait for it.
+pub fn warm() {
+    LazyLock::force(&TRAINING_JOB_LEAN);
+}
+
 /// The prefix of the Kubernetes definitions' names in `$defs`.
 const KUBERNETES: &str = "io.k8s.";
 
