@@ -722,13 +722,15 @@ pub struct DocView<'a> {
     pub floor: u64,
 }
 
-/// Calls `doc` for each document of part `k` of an undecoded body, and
-/// `claim(kind, namespace, name)` for each object it claims, allocating
-/// nothing per document: the checks across files look at every unchanged
-/// file's documents, and most builds change one file.
+/// Calls `doc` for each document of part `k` of an undecoded body, and,
+/// with `claims`, `claim(kind, namespace, name)` for each object it claims,
+/// allocating nothing per document: the checks across files look at every
+/// unchanged file's documents, and most builds change one file. Stops, and
+/// says so, when either returns `true`.
 pub fn scan_docs(
     body: &[u8],
     k: usize,
+    claims: bool,
     mut doc: impl FnMut(&DocView) -> bool,
     mut claim: impl FnMut(&str, Option<&str>, &str) -> bool,
 ) -> Result<bool> {
@@ -744,10 +746,20 @@ pub fn scan_docs(
             r.bytes()?;
             let namespace = r.str()?;
             let doc_name = r.str()?;
-            let claims = r.count()?;
+            let count = r.count()?;
             let mut hit = false;
             name.clear();
-            for _ in 0..claims {
+            if part != k || !claims {
+                for _ in 0..count {
+                    r.bytes()?;
+                    if r.u8()? == 1 {
+                        r.bytes()?;
+                    }
+                    r.usize()?;
+                    r.bytes()?;
+                }
+            }
+            for _ in 0..if part == k && claims { count } else { 0 } {
                 let kind = r.str()?;
                 let namespace = match r.u8()? {
                     0 => None,
@@ -981,6 +993,65 @@ mod tests {
         assert_eq!(format(br#"{"format": 5, "key": "x"}"#), Some(5));
         assert_eq!(format(b"{not json"), None);
         assert_eq!(format(b"trainc"), None);
+    }
+
+    /// The documents of an undecoded body, read in place, are the decoded
+    /// ones; claims are shown only when asked for.
+    #[test]
+    fn documents_are_read_in_place() {
+        let r = record();
+        let source = &r.files.as_ref().unwrap().sources[0];
+        let mut w = Writer::default();
+        write_parts(&mut w, &source.parts);
+        let body = w.buf;
+        let mut docs = Vec::new();
+        let mut claims = Vec::new();
+        let hit = scan_docs(
+            &body,
+            0,
+            true,
+            |d| {
+                docs.push((d.namespace.to_owned(), d.name.to_owned(), d.floor));
+                false
+            },
+            |kind, namespace, name| {
+                claims.push((
+                    kind.to_owned(),
+                    namespace.map(str::to_owned),
+                    name.to_owned(),
+                ));
+                false
+            },
+        );
+        assert_eq!(hit, Ok(false));
+        let want = &source.parts[0].docs[0];
+        assert_eq!(
+            docs,
+            [(want.namespace.clone(), want.name.clone(), want.floor)]
+        );
+        assert_eq!(claims, want.claims);
+        let hit = scan_docs(
+            &body,
+            0,
+            false,
+            |_| false,
+            |_, _, _| panic!("not asked for"),
+        );
+        assert_eq!(hit, Ok(false));
+        assert_eq!(
+            scan_docs(&body, 0, true, |_| false, |_, _, n| n == "ml-a-data"),
+            Ok(true)
+        );
+        assert_eq!(
+            scan_docs(&body, 1, true, |_| false, |_, _, _| false),
+            Err(Damaged)
+        );
+        // It reads the documents and stops: a body cut short is an error
+        // until the documents are whole, never a panic.
+        let scan = |len: usize| scan_docs(&body[..len], 0, true, |_| false, |_, _, _| false);
+        let whole = (0..=body.len()).find(|&len| scan(len).is_ok()).unwrap();
+        assert!(whole < body.len(), "the jobs' files are not read");
+        assert!((whole..=body.len()).all(|len| scan(len) == Ok(false)));
     }
 
     /// A record cut short anywhere, or with any one bit flipped, is

@@ -504,7 +504,7 @@ fn patched(
     was: &[SourceRecord],
 ) -> Result<Wants, String> {
     let project = req.project;
-    let (namespaces, jobs) = across_patched(compiled, &kept, &fresh)?;
+    let (namespaces, jobs) = across_patched(compiled, &kept, &fresh, was)?;
     let mut recorded = |dir: &Path| {
         outputs
             .iter_mut()
@@ -749,6 +749,7 @@ fn across_patched(
     compiled: &Compiled,
     kept: &[SourceRecord],
     fresh: &[SourceRecord],
+    was: &[SourceRecord],
 ) -> Result<(Vec<BTreeSet<String>>, usize), String> {
     let mut namespaces = Vec::new();
     let mut jobs = 0;
@@ -758,6 +759,15 @@ fn across_patched(
         let mut budget = 0u64;
         let mut docs = 0usize;
         let mut spaces = BTreeSet::new();
+        // The last build found no two jobs claiming one object: when the
+        // edited jobs claim what they claimed, no other job can be looked at.
+        let claimed = |r: &[SourceRecord]| -> Vec<Vec<(String, Option<String>, String)>> {
+            r.iter()
+                .flat_map(|r| &r.parts[k].docs)
+                .map(|d| d.claims.clone())
+                .collect()
+        };
+        let new_claims = claimed(fresh) != claimed(was);
         let key = |buf: &mut String, kind: &str, namespace: Option<&str>, name: &str| {
             buf.clear();
             buf.push_str(kind);
@@ -800,6 +810,7 @@ fn across_patched(
             let hit = super::codec::scan_docs(
                 body,
                 k,
+                new_claims,
                 |d| {
                     budget = budget.saturating_add(d.floor);
                     docs += 1;
