@@ -1061,6 +1061,42 @@ fn an_edit_that_adds_and_drops_files_patches_only_its_job() {
     }
 }
 
+/// The build directory removed by hand, then a job edited that writes
+/// nothing there: the other jobs' Dockerfiles are found missing and written
+/// again, as without the cache.
+#[test]
+fn a_removed_build_directory_is_found_by_an_edit_that_builds_nothing() {
+    let p = Project::many(2);
+    let mnist = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
+    let start = mnist.find("  build:").expect("build");
+    let end = mnist.find("  args:").expect("args");
+    let cut = mnist.find("  tensorboard:").expect("tensorboard");
+    let plain = format!(
+        "{}  image: registry.example.com/ml/plain:1.0\n{}",
+        &mnist[..start],
+        &mnist[end..cut]
+    )
+    .replacen("name: mnist\n", "name: plain\n", 1);
+    fs::write(p.path().join("jobs/plain.yaml"), plain).expect("write");
+    assert!(p.run(&["build"]).status.success());
+    fs::remove_dir_all(p.path().join("build")).expect("rm");
+    p.edit(
+        "jobs/plain.yaml",
+        "learning_rate: 0.001",
+        "learning_rate: 0.01",
+    );
+    let o = p.check_agrees();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("+ build/docker-bake.hcl\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(p.run(&["build"]).status.success());
+    assert_eq!(p.output(), p.fresh_output());
+    assert_eq!(stderr(&p.check_agrees()), HIT);
+}
+
 /// An edited job that comes to generate an object another job generates:
 /// the patch reads the other job's documents from the record, finds it,
 /// and the full build reports it, writing nothing.

@@ -581,7 +581,10 @@ fn patched(
             .flat_map(|r| &r.parts[k].builds)
             .map(|b| b.path.clone())
             .collect();
-        if !write.is_empty() || dir.is_dir() {
+        // A directory the last build left is checked even when the edited
+        // jobs write nothing there: its files may have gone since.
+        let rec = recorded(dir);
+        if !write.is_empty() || rec.is_some() || dir.is_dir() {
             dests.push(Dest {
                 dir: dir.to_path_buf(),
                 set: i,
@@ -590,7 +593,7 @@ fn patched(
                     write,
                     was: was_files,
                 },
-                recorded: recorded(dir),
+                recorded: rec,
             });
         }
     }
