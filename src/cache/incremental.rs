@@ -488,6 +488,35 @@ fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
 /// the bytes compiled, and the number of jobs.
 type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
 
+/// The index in `compiled.parts` of set `set`'s part.
+fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
+    compiled
+        .parts
+        .iter()
+        .position(|p| p.set == Some(set))
+        .ok_or_else(|| "internal: a set without its part".to_owned())
+}
+
+/// The root kustomization's entries of `set` besides its jobs, whose
+/// namespaces are `namespaces`.
+fn extra_of(
+    project: &crate::load::project::Project,
+    set: &Set,
+    namespaces: &BTreeSet<&str>,
+) -> Result<Vec<String>, String> {
+    let build_output = set.build_output.unwrap_or(&project.build_output);
+    pipeline::extra_resources_in(project, set.output, build_output, set.resources, namespaces)
+        .map_err(|_| "the project's resources have findings; the build will report them".into())
+}
+
+/// The snapshot the last build took of `dir`, taken out of `outputs`.
+fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> Option<Vec<Entry>> {
+    outputs
+        .iter_mut()
+        .find(|(d, _)| d == dir)
+        .and_then(|(_, e)| e.take())
+}
+
 /// An edit that leaves every job where it was (see [`same_jobs`]): each
 /// directory is to hold what it holds, but the files of the jobs compiled.
 /// Nothing per file of the other jobs is decoded, compared or planned: the
@@ -505,21 +534,12 @@ fn patched(
 ) -> Result<Wants, String> {
     let project = req.project;
     let (namespaces, jobs) = across_patched(compiled, &kept, &fresh, was)?;
-    let mut recorded = |dir: &Path| {
-        outputs
-            .iter_mut()
-            .find(|(d, _)| d == dir)
-            .and_then(|(_, e)| e.take())
-    };
+    let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
     let mut dests = Vec::new();
     let mut extras = Vec::new();
     let mut bytes = 0u64;
     for (i, set) in sets.iter().enumerate() {
-        let k = compiled
-            .parts
-            .iter()
-            .position(|p| p.set == Some(i))
-            .ok_or("internal: a set without its part")?;
+        let k = part_of(compiled, i)?;
         let output = &mut compiled.outputs[i];
         let mut write = Vec::new();
         for j in fresh.iter().flat_map(|r| &r.parts[k].jobs) {
@@ -540,17 +560,8 @@ fn patched(
             .flat_map(|r| &r.parts[k].jobs)
             .flat_map(|j| j.files.iter().cloned())
             .collect();
-        let build_output = set.build_output.unwrap_or(&project.build_output);
         let namespaces = namespaces[k].iter().map(String::as_str).collect();
-        let extra = pipeline::extra_resources_in(
-            project,
-            set.output,
-            build_output,
-            set.resources,
-            &namespaces,
-        )
-        .map_err(|_| "the project's resources have findings; the build will report them")?;
-        extras.push(extra);
+        extras.push(extra_of(project, set, &namespaces)?);
         dests.push(Dest {
             dir: set.output.to_path_buf(),
             set: i,
@@ -623,19 +634,10 @@ fn walked(
     // Each set's directories, from the records and what was compiled.
     let mut dests = Vec::new();
     let mut extras = Vec::new();
-    let mut recorded = |dir: &Path| {
-        outputs
-            .iter_mut()
-            .find(|(d, _)| d == dir)
-            .and_then(|(_, e)| e.take())
-    };
+    let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
     let mut total = 0u64;
     for (i, set) in sets.iter().enumerate() {
-        let k = compiled
-            .parts
-            .iter()
-            .position(|p| p.set == Some(i))
-            .ok_or("internal: a set without its part")?;
+        let k = part_of(compiled, i)?;
         let output = &mut compiled.outputs[i];
         let mut want = Vec::new();
         let mut dirs = Vec::new();
@@ -668,15 +670,7 @@ fn walked(
         if !output.manifests.is_empty() {
             return Err("internal: a file of no job".into());
         }
-        let build_output = set.build_output.unwrap_or(&project.build_output);
-        let extra = pipeline::extra_resources_in(
-            project,
-            set.output,
-            build_output,
-            set.resources,
-            &namespaces,
-        )
-        .map_err(|_| "the project's resources have findings; the build will report them")?;
+        let extra = extra_of(project, set, &namespaces)?;
         let root = emit::assemble(Vec::new(), &dirs, &extra)?;
         extras.push(extra);
         for (rel, bytes) in root {
@@ -933,11 +927,7 @@ fn across_files(
     // and the images it uses without build specs of its own.
     for (i, set) in sets.iter().enumerate() {
         let Some(v) = set.variant else { continue };
-        let k = compiled
-            .parts
-            .iter()
-            .position(|p| p.set == Some(i))
-            .ok_or("internal: a set without its part")?;
+        let k = part_of(compiled, i)?;
         if complete {
             let names: HashSet<&str> = all
                 .iter()

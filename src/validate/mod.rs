@@ -314,6 +314,16 @@ mod tests {
             .collect()
     }
 
+    /// A project at `/project` with the built-in library and no defaults.
+    fn context<'a>(library: &'a Library, defaults: &'a Defaults) -> Context<'a> {
+        Context {
+            defaults,
+            library,
+            root: Path::new("/project"),
+            generated: &[],
+        }
+    }
+
     fn messages(diags: &[Diagnostic]) -> Vec<String> {
         diags
             .iter()
@@ -332,14 +342,11 @@ mod tests {
     /// documents still see all of them.
     #[test]
     fn findings_do_not_depend_on_the_threads() {
-        let library = Library::builtin().expect("built-in library");
-        let defaults = Defaults::default();
-        let cx = Context {
-            defaults: &defaults,
-            library: &library,
-            root: Path::new("/project"),
-            generated: &[],
-        };
+        let (library, defaults) = (
+            Library::builtin().expect("built-in library"),
+            Defaults::default(),
+        );
+        let cx = context(&library, &defaults);
         // More documents than any machine has cores, every third one wrong
         // in its own way, and two that clash across files.
         let mut texts: Vec<String> = (0..60)
@@ -378,14 +385,11 @@ mod tests {
     /// cache's summaries) is what working it out alone gives.
     #[test]
     fn facts_are_each_documents_own() {
-        let library = Library::builtin().expect("built-in library");
-        let defaults = Defaults::default();
-        let cx = Context {
-            defaults: &defaults,
-            library: &library,
-            root: Path::new("/project"),
-            generated: &[],
-        };
+        let (library, defaults) = (
+            Library::builtin().expect("built-in library"),
+            Defaults::default(),
+        );
+        let cx = context(&library, &defaults);
         let texts: Vec<String> = (0..20)
             .map(|i| definition(&format!("job-{i}"), &(i % 5 + 1).to_string()))
             .collect();
