@@ -8,6 +8,9 @@
 // Diagnostics travel in `Err` on the cold path only; boxing them would add an
 // allocation and noise at every call site for no measurable gain.
 #![allow(clippy::result_large_err)]
+// The library exists for the binary, its tests and its benches: its docs
+// are read with `--document-private-items`, and may link to private items.
+#![allow(rustdoc::private_intra_doc_links)]
 // No unsafe code, but one system call the safe bindings lack
 // (`sync_file_range`, in `plan::write`), allowed where it is made.
 #![deny(unsafe_code)]

@@ -188,4 +188,6 @@ export TRAINC_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+# The code's own docs, private items included, with every link resolved.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items --locked
 cargo test --all-targets --locked

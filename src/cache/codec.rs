@@ -416,7 +416,7 @@ pub fn format(bytes: &[u8]) -> Option<u32> {
     Reader::new(rest).u32().ok()
 }
 
-/// The record in `bytes` (of the current format: see [`format`]), but
+/// The record in `bytes` (of the current format: see [`format()`]), but
 /// for the per-file part, returned undecoded (see [`decode_files`]).
 pub fn decode(bytes: &[u8]) -> Result<(Record, &[u8])> {
     let mut r = Reader::new(bytes.strip_prefix(MAGIC).ok_or(Damaged)?);

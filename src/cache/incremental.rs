@@ -91,7 +91,7 @@ pub struct SourceRecord {
     /// One per set resolved ([`Compiled::parts`]); empty while `body`
     /// holds them undecoded.
     pub parts: Vec<PartRecord>,
-    /// The parts as a record holds them ([`codec::decode_parts`]): decoded
+    /// The parts as a record holds them ([`super::codec::decode_parts`]): decoded
     /// only for the files that changed, written back as they were read.
     pub body: Option<Vec<u8>>,
 }
@@ -145,7 +145,7 @@ pub struct Files {
 pub struct State {
     pub(super) sources: Option<Vec<SourceRecord>>,
     pub(super) hashes: HashMap<PathBuf, HashMap<String, String>>,
-    /// Of an incremental build: each directory as [`plan`] walked it
+    /// Of an incremental build: each directory as [`plan()`] walked it
     /// (`None`: not there), before anything was written; the record is
     /// made from it and the plan, without another walk.
     pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
@@ -289,7 +289,7 @@ pub struct Dest {
     recorded: Option<Vec<Entry>>,
 }
 
-/// What a directory should hold, and how [`plan`] finds out.
+/// What a directory should hold, and how [`plan()`] finds out.
 #[derive(Debug)]
 enum Wanted {
     /// Every file, in walk order ([`snapshot::walk_cmp`]) as the snapshot
@@ -521,7 +521,7 @@ fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> O
 /// directory is to hold what it holds, but the files of the jobs compiled.
 /// Nothing per file of the other jobs is decoded, compared or planned: the
 /// rules across files read their documents from the record undecoded,
-/// and [`plan`] checks each directory against its snapshot before it
+/// and [`plan()`] checks each directory against its snapshot before it
 /// trusts it.
 fn patched(
     req: &super::Request,
@@ -957,7 +957,7 @@ fn across_files(
 
 impl Incremental {
     /// Whether the output, with `known` bytes taken from the record (as
-    /// [`plan`] counts them), stays within the output limit.
+    /// [`plan()`] counts them), stays within the output limit.
     pub fn within_limit(&self, known: u64) -> Result<(), String> {
         crate::limits::check_output(
             self.bytes.saturating_add(known),
@@ -969,7 +969,7 @@ impl Incremental {
     }
 }
 
-/// A directory planned by [`plan`].
+/// A directory planned by [`plan()`].
 #[derive(Debug)]
 pub struct Planned {
     pub plan: Plan,
@@ -1216,7 +1216,7 @@ fn patch(
     })
 }
 
-/// The state of [`plan`]'s walk: the snapshot and the wanted files, both
+/// The state of [`plan()`]'s walk: the snapshot and the wanted files, both
 /// in walk order, are merged with the entries as the walk meets them.
 struct Planner<'a> {
     root: &'a Path,

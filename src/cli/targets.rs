@@ -195,7 +195,7 @@ pub(super) fn targets(
     Ok(Targets { project, sets })
 }
 
-/// What [`desired`] compiled: the directories, what was read and the
+/// What [`desired_into`] compiled: the directories, what was read and the
 /// state for the build cache, and the warnings.
 pub(super) type Desired = (
     Vec<Dest>,
@@ -329,7 +329,7 @@ pub(super) struct Planned {
     pub(super) verbose: String,
 }
 
-/// [`desired`] and the plans, from an incremental build (see
+/// [`desired_into`] and the plans, from an incremental build (see
 /// [`crate::cache::incremental`]); with `lock`, each directory is locked
 /// before it is planned. `Err`: why the full build must run, having
 /// written nothing.

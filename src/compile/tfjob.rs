@@ -24,7 +24,7 @@ use crate::validate::rules::{Ctx, env_scopes};
 pub const FORMAT: u32 = 2;
 
 /// The port the operator reads from the `tensorflow` container (which is
-/// [`pod::CONTAINER`]) for its Services and `TF_CONFIG`.
+/// [`pod::container`]) for its Services and `TF_CONFIG`.
 pub const PORT_NAME: &str = "tfjob-port";
 /// The label the operator puts on every pod: the task's index.
 pub const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
