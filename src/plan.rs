@@ -4,7 +4,7 @@
 //! Everything is decided before the first write: a plan that refuses any file
 //! is never applied, so a failed build changes nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -59,6 +59,10 @@ pub struct Plan {
     /// Files left as they are without a change of their own: those of the
     /// jobs an incremental build took from its record unread.
     pub kept: usize,
+    /// The directory was empty or missing when the plan looked: once the
+    /// plan is carried out it holds what the plan wrote, and the build
+    /// cache records that without walking it.
+    pub fresh: bool,
 }
 
 impl Plan {
@@ -98,7 +102,8 @@ fn io_error(path: &Path, what: &str, e: &io::Error) -> Diagnostic {
 pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic>> {
     let mut changes = Vec::with_capacity(tree.len());
     let mut refused = Vec::new();
-    let mut checked = HashSet::new();
+    let fresh = is_empty_dir(root);
+    let mut checked = Checked::new();
     for (rel, new) in tree {
         match plan_file(root, shown, rel, new, &mut checked) {
             Ok(c) => changes.push(c),
@@ -114,6 +119,7 @@ pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic
             root: root.to_path_buf(),
             changes,
             kept: 0,
+            fresh,
         })
     } else {
         Err(refused)
@@ -121,13 +127,13 @@ pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic
 }
 
 /// One file of [`plan`]: what becomes of `rel` below `root`, or why it
-/// is refused. `checked` holds the directories found fine so far.
+/// is refused. `checked` holds the directories found so far.
 pub fn plan_file(
     root: &Path,
     shown: &str,
     rel: String,
     new: Vec<u8>,
-    checked: &mut HashSet<PathBuf>,
+    checked: &mut Checked,
 ) -> Result<Change, Diagnostic> {
     let (op, old) = classify(root, shown, &rel, &new, checked)?;
     let new = if op == Op::Unchanged { Vec::new() } else { new };
@@ -146,7 +152,7 @@ fn classify(
     shown: &str,
     rel: &str,
     new: &[u8],
-    checked: &mut HashSet<PathBuf>,
+    checked: &mut Checked,
 ) -> Result<(Op, Option<Vec<u8>>), Diagnostic> {
     let path = root.join(rel);
     let show = format!("{shown}/{rel}");
@@ -166,8 +172,8 @@ fn classify(
             "internal error: {show} would not be recognised as trainc's by the next build (see `plan::owned`)"
         )));
     }
-    if let Some(d) = blocked_ancestor(root, shown, rel, checked) {
-        return Err(d);
+    if !ancestors(root, shown, rel, checked)? {
+        return Ok((Op::Create, None));
     }
     match fs::symlink_metadata(&path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((Op::Create, None)),
@@ -193,6 +199,14 @@ fn classify(
             Ok(Found::TooLarge(_)) => Err(too_large(&show)),
             Err(e) => Err(io_error(&path, "read", &e)),
         },
+    }
+}
+
+/// Whether `dir` holds nothing (or is not there).
+pub(crate) fn is_empty_dir(dir: &Path) -> bool {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }
 
@@ -416,46 +430,56 @@ fn prune(root: &Path, desired: &HashSet<&str>) -> Result<Vec<Change>, Diagnostic
     Ok(stale)
 }
 
-/// A directory on the way to `rel` that is a symlink or a file. Directories
-/// found fine are remembered in `checked`: a job's files share them.
-fn blocked_ancestor(
+/// The directories on the way to planned files, as found so far: `true` a
+/// directory, `false` missing. Nothing is made while a plan is made, so
+/// every file below a missing directory is new, and needs no look of its own.
+pub type Checked = HashMap<PathBuf, bool>;
+
+/// Whether every directory on the way to `rel` exists (`false`: a file
+/// there is new), or the one that is a symlink or a file. What is found is
+/// remembered in `checked`: a job's files share their directories.
+fn ancestors(
     root: &Path,
     shown: &str,
     rel: &str,
-    checked: &mut HashSet<PathBuf>,
-) -> Option<Diagnostic> {
+    checked: &mut Checked,
+) -> Result<bool, Diagnostic> {
     let mut dir = root.to_path_buf();
-    let mut show = shown.to_owned();
     let parts: Vec<&str> = rel.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
+    for (i, part) in parts[..parts.len().saturating_sub(1)].iter().enumerate() {
         dir.push(part);
-        show.push('/');
-        show.push_str(part);
-        if checked.contains(&dir) {
-            continue;
-        }
-        match fs::symlink_metadata(&dir) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Some(
-                    Diagnostic::new(format!(
-                        "{show} is a symlink; trainc never writes through symlinks"
-                    ))
-                    .hint("replace the symlink with a directory"),
-                );
+        let found = match checked.get(&dir) {
+            Some(&found) => found,
+            None => {
+                let show = || format!("{shown}/{}", parts[..=i].join("/"));
+                let found = match fs::symlink_metadata(&dir) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        return Err(Diagnostic::new(format!(
+                            "{} is a symlink; trainc never writes through symlinks",
+                            show()
+                        ))
+                        .hint("replace the symlink with a directory"));
+                    }
+                    Ok(m) if !m.is_dir() => {
+                        return Err(Diagnostic::new(format!(
+                            "{} is in the way of a generated directory",
+                            show()
+                        ))
+                        .hint("move it out of the output directory"));
+                    }
+                    Ok(_) => true,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                    Err(e) => return Err(io_error(&dir, "inspect", &e)),
+                };
+                checked.insert(dir.clone(), found);
+                found
             }
-            Ok(m) if !m.is_dir() => {
-                return Some(
-                    Diagnostic::new(format!("{show} is in the way of a generated directory"))
-                        .hint("move it out of the output directory"),
-                );
-            }
-            Ok(_) => {
-                checked.insert(dir.clone());
-            }
-            Err(_) => return None,
+        };
+        if !found {
+            return Ok(false);
         }
     }
-    None
+    Ok(true)
 }
 
 /// Held while a build plans and writes: two builds into the same directory
@@ -550,7 +574,25 @@ fn lock_once(root: &Path, waited: &mut bool) -> Result<Option<Lock>, Diagnostic>
         (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
         _ => false,
     };
+    if same {
+        remove_stages(root);
+    }
     Ok(same.then_some(Lock { _dir: dir, made }))
+}
+
+/// Removes the hidden stage directories an interrupted build left in
+/// `root` (see `write::Stage`), which only a build holding the lock may do.
+/// Best effort: one left is hidden, and never read as output.
+fn remove_stages(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_str().is_some_and(is_temp) && e.file_type().is_ok_and(|t| t.is_dir()) {
+            // Never follows a symlink.
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -624,6 +666,34 @@ mod tests {
     }
 
     /// A file trainc would not recognise as its own is never written.
+    /// An interrupted build's stage directory goes when the next build
+    /// takes the lock, with what it holds; a symlink or a file of that name,
+    /// or a directory of another name, stays.
+    #[test]
+    fn the_lock_clears_an_interrupted_stage() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("deploy");
+        let stage = root.join(".trainc-a1B2c3.tmp");
+        fs::create_dir_all(stage.join("ml/job")).unwrap();
+        fs::write(stage.join("ml/job/job-x.yaml"), "x").unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join("keep"), "").unwrap();
+        std::os::unix::fs::symlink(&victim, root.join(".trainc-d4E5f6.tmp")).unwrap();
+        fs::write(root.join(".trainc-g7H8i9.tmp"), "").unwrap();
+        fs::create_dir(root.join(".trainc-notours")).unwrap();
+        let lock = lock(&root).unwrap();
+        assert!(!stage.exists());
+        assert!(victim.join("keep").exists());
+        assert!(root.join(".trainc-d4E5f6.tmp").is_symlink());
+        assert!(
+            root.join(".trainc-g7H8i9.tmp").is_file(),
+            "pruned, not cleared"
+        );
+        assert!(root.join(".trainc-notours").is_dir());
+        drop(lock);
+    }
+
     #[test]
     fn what_trainc_writes_it_owns() {
         let dir = tempfile::tempdir().unwrap();

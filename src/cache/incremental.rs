@@ -1008,7 +1008,7 @@ pub fn plan(
         shown,
         changes: Vec::with_capacity(want.len()),
         want: want.into_iter().peekable(),
-        checked: HashSet::new(),
+        checked: plan::Checked::new(),
         entries: Vec::with_capacity(recorded.len() + 16),
         recorded: recorded.into_iter().peekable(),
         unlisted,
@@ -1076,6 +1076,7 @@ pub fn plan(
             root,
             changes,
             kept: 0,
+            fresh: false,
         },
         unlisted: found,
         known,
@@ -1132,7 +1133,7 @@ fn patch(
     write.sort_by(|a, b| a.0.cmp(&b.0));
     let written: FxSet<String> = write.iter().map(|(rel, _)| rel.clone()).collect();
     let mut changes = Vec::new();
-    let mut checked = HashSet::new();
+    let mut checked = plan::Checked::new();
     for (rel, new) in write {
         let now = find(&rel).and_then(owned).map(|f| f.hash.as_str());
         if now.is_some() && !was.contains(rel.as_str()) {
@@ -1210,6 +1211,7 @@ fn patch(
             root,
             changes,
             kept,
+            fresh: false,
         },
         unlisted: found,
         known,
@@ -1224,7 +1226,7 @@ struct Planner<'a> {
     recorded: std::iter::Peekable<std::vec::IntoIter<Entry>>,
     want: std::iter::Peekable<std::vec::IntoIter<(String, Want)>>,
     changes: Vec<Change>,
-    checked: HashSet<PathBuf>,
+    checked: plan::Checked,
     /// What the walk saw, as a snapshot.
     entries: Vec<Entry>,
     unlisted: Option<&'a [String]>,

@@ -33,7 +33,7 @@ use snapshot::{Entry, Verdict};
 use crate::guard::real;
 use crate::image::ContextPrint;
 use crate::pipeline::Read;
-use crate::plan::{Op, Plan};
+use crate::plan::{Change, Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning. Formats 6 and 7
 /// are the byte encoding of [`codec`] (7 keeps each definition file's
@@ -282,7 +282,7 @@ impl Cache {
                 let plan = plans.iter().find(|p| p.root == dir);
                 let entries = match (state.walked.remove(&dir), plan) {
                     (Some(Some(before)), Some(plan)) => Some(
-                        snapshot::after(&dir, before, plan, self.started)
+                        snapshot::after(&dir, before, plan, self.started, bytes_hash)
                             .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
                     ),
                     (Some(Some(_)), None) => {
@@ -298,11 +298,15 @@ impl Cache {
                         })
                         .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
                     }
-                    (Some(None) | None, _) => {
-                        snapshot::after(&dir, Vec::new(), plan.ok_or("internal")?, self.started)
-                            .map(Some)
-                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?
-                    }
+                    (Some(None) | None, _) => snapshot::after(
+                        &dir,
+                        Vec::new(),
+                        plan.ok_or("internal")?,
+                        self.started,
+                        bytes_hash,
+                    )
+                    .map(Some)
+                    .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
                 };
                 outputs.push((dir, entries));
             }
@@ -338,6 +342,22 @@ impl Cache {
         }
         for dir in req.dirs() {
             let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
+            // A directory that held nothing holds what the plan wrote: its
+            // snapshot is the plan's, with no walk (the next check compares
+            // every entry, so anything else that appeared is found then).
+            if let (Some(plan), Some(files)) =
+                (plans.iter().find(|p| p.root == dir && p.fresh), files)
+            {
+                let hash = |c: &Change| {
+                    files.get(c.path.as_str()).cloned().ok_or_else(|| {
+                        std::io::Error::other(format!("the hash of {} is not known", c.path))
+                    })
+                };
+                let entries = snapshot::after(&dir, Vec::new(), plan, self.started, hash)
+                    .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
+                outputs.push((dir, Some(entries)));
+                continue;
+            }
             // Its own files are not read back. Any other file must be one the
             // plan would leave alone: one it would prune can only have
             // appeared after the plan looked.
@@ -543,6 +563,12 @@ fn sweep(builds: &Path) {
     }
 }
 
+/// The content hash of a file whose bytes its plan kept (an incremental
+/// build's).
+fn bytes_hash(c: &Change) -> std::io::Result<String> {
+    Ok(snapshot::content_hash(&c.new))
+}
+
 /// How messages name a directory: as status lines do, after resolving
 /// `..` and symlinks (a context is often `jobs/../train`).
 fn shown(req: &Request, dir: &Path) -> String {
@@ -635,6 +661,7 @@ mod tests {
                 new: generated.clone(),
             }],
             kept: 0,
+            fresh: false,
         };
         let read = Read {
             sources: Vec::new(),

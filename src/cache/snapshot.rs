@@ -16,7 +16,6 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -61,15 +60,16 @@ pub struct Sig {
 }
 
 impl Sig {
-    /// The signature `lstat` gives now of the file at `path`, when it is a
-    /// regular file.
-    pub(super) fn now(path: &Path) -> io::Result<Self> {
-        let m = fs::symlink_metadata(path)?;
-        if !m.is_file() {
-            return Err(io::Error::other("not a regular file"));
-        }
-        Ok(Self::of(&m))
-    }
+    /// The signature of a file this build wrote, not looked at: such a file
+    /// is racy (see [`Sig::racy`]), so the next check hashes it whatever
+    /// its signature, and records the one it finds.
+    pub const UNSEEN: Sig = Sig {
+        ino: 0,
+        size: 0,
+        mode: 0,
+        mtime: 0,
+        ctime: 0,
+    };
 
     fn of_stat(st: &rustix::fs::Stat) -> Self {
         let ns = |s: i64, n: u64| i128::from(s) * 1_000_000_000 + i128::from(n);
@@ -80,17 +80,6 @@ impl Sig {
             mode: st.st_mode as u32,
             mtime: ns(st.st_mtime as i64, st.st_mtime_nsec as u64),
             ctime: ns(st.st_ctime as i64, st.st_ctime_nsec as u64),
-        }
-    }
-
-    fn of(m: &fs::Metadata) -> Self {
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Self {
-            ino: m.ino(),
-            size: m.size(),
-            mode: m.mode(),
-            mtime: ns(m.mtime(), m.mtime_nsec()),
-            ctime: ns(m.ctime(), m.ctime_nsec()),
         }
     }
 
@@ -168,16 +157,18 @@ pub fn take(
 
 /// The snapshot of `root` after `plan` was applied to it, from `before`,
 /// the entries a walk saw (in walk order) just before: each file written
-/// is looked at again (its signature, racy of course), each file deleted
-/// dropped, each directory made for a new file added, and every signature
-/// checked for raciness against `mark`. Costs what the plan wrote, not the
-/// size of the tree. Whatever else changed since the walk is found by the
-/// next check, which compares every entry.
+/// added as racy, with its content `hash` and no signature (the next check
+/// hashes it anyway), each file deleted dropped, each directory made for a
+/// new file added, and every other signature checked for raciness against
+/// `mark`. Costs what the plan wrote, not the size of the tree, and looks
+/// at no file written. Whatever else changed since the walk is found by
+/// the next check, which compares every entry.
 pub fn after(
     root: &Path,
     before: Vec<Entry>,
     plan: &crate::plan::Plan,
     mark: i128,
+    hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
 ) -> io::Result<Vec<Entry>> {
     use crate::plan::Op;
     // Most builds only rewrite files that were there: their entries are
@@ -200,13 +191,11 @@ pub fn after(
     if let Some(updated) = updated {
         let mut states = Vec::with_capacity(updated.len());
         for (i, c) in updated {
-            let sig = Sig::now(&root.join(&c.path))
-                .map_err(|e| io::Error::other(format!("{}: {e}", c.path)))?;
             states.push((
                 i,
                 FileState {
-                    sig,
-                    hash: content_hash(&c.new),
+                    sig: Sig::UNSEEN,
+                    hash: hash(c)?,
                     racy: true,
                 },
             ));
@@ -239,16 +228,14 @@ pub fn after(
             }
             continue;
         }
-        let sig = Sig::now(&root.join(&c.path))
-            .map_err(|e| io::Error::other(format!("{}: {e}", c.path)))?;
         mods.push((
             c.path.clone(),
             Some(Entry {
                 path: c.path.clone(),
                 kind: Kind::File,
                 file: Some(FileState {
-                    sig,
-                    hash: content_hash(&c.new),
+                    sig: Sig::UNSEEN,
+                    hash: hash(c)?,
                     racy: true,
                 }),
             }),
@@ -560,6 +547,75 @@ mod tests {
         assert_eq!(
             verify(&root, Some(&s), mark()),
             Verdict::Differs("it is gone".into())
+        );
+    }
+
+    /// The snapshot of a directory that held nothing, taken from the plan
+    /// that filled it without looking at a file: the same tree verifies,
+    /// hashed once (nothing written is vouched for by a signature never
+    /// seen), and whatever appeared beside the plan's files, or changed in
+    /// them, since is found.
+    #[test]
+    fn a_snapshot_from_the_plan_alone_is_checked_by_the_next_walk() {
+        use crate::plan::{Change, Op, Plan};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("out");
+        let new = |path: &str, name: &str| {
+            Change {
+            path: path.into(),
+            op: Op::Create,
+            old: None,
+            new: format!(
+                "# Code generated by trainc. DO NOT EDIT.\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"
+            )
+            .into_bytes(),
+        }
+        };
+        let plan = Plan {
+            root: root.clone(),
+            changes: vec![
+                new("a/b/configmap-x.yaml", "x"),
+                new("configmap-k.yaml", "k"),
+            ],
+            kept: 0,
+            fresh: true,
+        };
+        for c in &plan.changes {
+            fs::create_dir_all(root.join(&c.path).parent().unwrap()).unwrap();
+            fs::write(root.join(&c.path), &c.new).unwrap();
+        }
+        let m = mark();
+        let s = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
+        let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["a", "a/b", "a/b/configmap-x.yaml", "configmap-k.yaml"]
+        );
+        assert!(
+            s.iter()
+                .filter_map(|e| e.file.as_ref())
+                .all(|f| f.racy && f.sig == Sig::UNSEEN)
+        );
+        let v = verify(&root, Some(&s), m);
+        let Verdict::Refreshed(Some(seen)) = v else {
+            panic!("not hashed and refreshed: {v:?}");
+        };
+        assert!(
+            seen.iter()
+                .filter_map(|e| e.file.as_ref())
+                .all(|f| f.sig != Sig::UNSEEN)
+        );
+
+        fs::write(root.join("a/stray.yaml"), "").unwrap();
+        assert_eq!(
+            verify(&root, Some(&s), m),
+            Verdict::Differs("a/stray.yaml is new".into())
+        );
+        fs::remove_file(root.join("a/stray.yaml")).unwrap();
+        fs::write(root.join("configmap-k.yaml"), new("", "k2").new).unwrap();
+        assert_eq!(
+            verify(&root, Some(&s), m),
+            Verdict::Differs("configmap-k.yaml was edited".into())
         );
     }
 

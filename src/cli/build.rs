@@ -265,7 +265,9 @@ fn full(
     // anywhere changes nothing.
     let mut ready = Vec::with_capacity(plans.len());
     let mut done = Vec::with_capacity(plans.len());
-    for (plan, shown, _, staged) in plans {
+    let mut plans = plans.into_iter();
+    let mut failed = None;
+    for (plan, shown, _, staged) in plans.by_ref() {
         let staged = match staged {
             Some(staged) => plan::stream::stage(&plan, staged),
             None => plan::stage(&plan),
@@ -273,12 +275,19 @@ fn full(
         match staged {
             Ok(r) => ready.push(r),
             Err(e) => {
-                drop(ready);
-                release(locks);
-                return Err(fail(e));
+                failed = Some(e);
+                break;
             }
         }
         done.push((plan, shown));
+    }
+    if let Some(e) = failed {
+        // What every directory staged goes before the locks: an output
+        // directory a lock made is removed only when empty.
+        drop(ready);
+        drop(plans);
+        release(locks);
+        return Err(fail(e));
     }
     for r in ready {
         r.link().map_err(fail)?;

@@ -51,6 +51,8 @@ pub struct Stager {
     writer: Writer,
     hash: bool,
     mode: Mode,
+    /// The directory held nothing before anything was staged.
+    fresh: bool,
     /// Set at the first error writing a staged file.
     failing: AtomicBool,
     inner: Mutex<Inner>,
@@ -94,9 +96,10 @@ impl Stager {
         Stager {
             root: root.to_path_buf(),
             shown: shown.to_owned(),
-            writer: Writer::new(Flush::streaming(root)),
+            writer: Writer::new(root, Flush::streaming(root)),
             hash,
             mode,
+            fresh: super::is_empty_dir(root),
             failing: AtomicBool::new(false),
             inner: Mutex::new(Inner::default()),
         }
@@ -106,7 +109,7 @@ impl Stager {
     /// staging those to write; their sizes and hashes. Refusals are kept
     /// for [`Stager::finish`], so that a build reports them all at once.
     pub fn take(&self, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)> {
-        let mut checked = HashSet::new();
+        let mut checked = super::Checked::new();
         let mut changes = Vec::with_capacity(files.len());
         let mut staged = Vec::new();
         let mut refused = Vec::new();
@@ -154,7 +157,7 @@ impl Stager {
         &self,
         rel: &str,
         bytes: &[u8],
-        checked: &mut HashSet<PathBuf>,
+        checked: &mut super::Checked,
     ) -> Result<Planned, Failure> {
         let (op, old) =
             classify(&self.root, &self.shown, rel, bytes, checked).map_err(Failure::Refused)?;
@@ -203,6 +206,7 @@ impl Stager {
             shown,
             writer,
             inner,
+            fresh,
             ..
         } = self;
         let Inner {
@@ -211,7 +215,7 @@ impl Stager {
             mut refused,
             failed,
         } = inner.into_inner().unwrap_or_default();
-        let mut checked = HashSet::new();
+        let mut checked = super::Checked::new();
         for (rel, new) in rest {
             match super::plan_file(&root, &shown, rel.clone(), new, &mut checked) {
                 Ok(c) => changes.push(c),
@@ -243,6 +247,7 @@ impl Stager {
                 root,
                 changes,
                 kept: 0,
+                fresh,
             },
             Pending { writer, staged },
         ))
@@ -251,12 +256,12 @@ impl Stager {
 
 /// The nearest directory at or above `rel`'s that exists, as far as
 /// `checked` (filled by planning `rel`) knows: `root` at worst.
-fn nearest(root: &Path, rel: &str, checked: &HashSet<PathBuf>) -> PathBuf {
+fn nearest(root: &Path, rel: &str, checked: &super::Checked) -> PathBuf {
     let mut dir = root.to_path_buf();
     let parts: Vec<&str> = rel.split('/').collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         dir.push(part);
-        if !checked.contains(&dir) {
+        if checked.get(&dir) != Some(&true) {
             dir.pop();
             break;
         }

@@ -11,13 +11,19 @@
 //!    above it that exists when its own is yet to be made (on Linux an
 //!    unnamed `O_TMPFILE` one for a file that does not exist yet), and its
 //!    flush started ([`Flush`]); a streaming build ([`super::stream`])
-//!    stages most files this way while it renders them;
+//!    stages most files this way while it renders them. On Linux, a new
+//!    file whose directory is to be made right below the root (a new
+//!    namespace, every file of a first build) is instead written under its
+//!    own name in a hidden stage directory in the root ([`Stage`]), in the
+//!    directories it will have;
 //! 2. the flushes are awaited ([`Writer::stage_plan`] returns a [`Ready`]);
-//! 3. the directories new files need are made, and each temporary file is
-//!    linked in at its target ([`Ready::link`]): renamed over it, or,
-//!    unnamed, given its name by `linkat`, which is one directory operation
-//!    instead of a create and a rename, and as atomic, since the file is
-//!    complete before it has a name;
+//! 3. each directory staged whole goes in with one `rename` that never
+//!    replaces anything, the directories the other new files need are made,
+//!    and each other temporary file is linked in at its target
+//!    ([`Ready::link`]): renamed over it, or, unnamed, given its name by
+//!    `linkat`, which is one directory operation instead of a create and a
+//!    rename, and as atomic, since the file is complete before it has a
+//!    name;
 //! 4. the owned files no longer generated are deleted, with the directories
 //!    this leaves empty;
 //! 5. the directories whose entries changed are flushed.
@@ -31,7 +37,7 @@ use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{Change, Op, Plan, TEMP_PREFIX, TEMP_SUFFIX, io_error};
 use crate::diagnostic::Diagnostic;
@@ -135,12 +141,19 @@ pub fn apply(plan: &Plan) -> Result<(), Vec<Diagnostic>> {
 /// build stages every directory's plan before it links any.
 pub fn stage(plan: &Plan) -> Result<Ready, Vec<Diagnostic>> {
     let files = plan.pending().filter(|c| c.op != Op::Delete).count();
-    Writer::new(Flush::choose(&plan.root, files)).stage_plan(plan, Vec::new())
+    Writer::new(&plan.root, Flush::choose(&plan.root, files)).stage_plan(plan, Vec::new())
 }
 
 /// One build's write phase: shared by the threads that stage files.
 pub(super) struct Writer {
+    /// The output root, locked.
+    root: PathBuf,
     flush: Flush,
+    /// Whether new files below directories yet to be made may still be
+    /// staged in a [`Stage`]; cleared when one cannot be made.
+    whole: AtomicBool,
+    /// The stage, once a file needed it.
+    stage: OnceLock<Option<Arc<Stage>>>,
     /// Whether new files may still be staged unnamed; the first refusal by
     /// the file system clears it.
     unnamed: AtomicBool,
@@ -166,6 +179,67 @@ enum Temp {
     /// `.trainc-XXXXXX.tmp` beside the target (removed when dropped), open
     /// while the budget allowed.
     Named(tempfile::TempPath, Option<fs::File>),
+    /// Its target's path in the [`Stage`] (which removes it when dropped),
+    /// open while the budget allowed.
+    #[cfg(target_os = "linux")]
+    Whole(PathBuf, Option<fs::File>),
+}
+
+/// A hidden directory in an output root, `.trainc-XXXXXX.tmp`, where the
+/// new files of directories to be made right below the root are written
+/// under their own names, in the directories they will have: each such
+/// directory then goes in with one `rename`, whole, where each of its files
+/// would otherwise be a directory operation of its own. Nothing in it has
+/// a name a reader of the tree could see; dropped, it is removed with what
+/// is left in it. An interrupted build's is removed by the next build that
+/// takes the lock ([`super::lock`]).
+#[cfg(target_os = "linux")]
+pub(super) struct Stage {
+    dir: PathBuf,
+    /// The directories made in it, relative to the root.
+    made: Mutex<BTreeSet<String>>,
+}
+
+#[cfg(target_os = "linux")]
+impl Stage {
+    fn new(root: &Path) -> io::Result<Stage> {
+        let dir = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .suffix(TEMP_SUFFIX)
+            .tempdir_in(root)?
+            .keep();
+        Ok(Stage {
+            dir,
+            made: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    /// Where the file at `rel` below the root is written, its directories
+    /// made.
+    fn place(&self, rel: &str) -> io::Result<PathBuf> {
+        let mut made = self
+            .made
+            .lock()
+            .map_err(|_| io::Error::other("a staging thread panicked"))?;
+        let mut at = 0;
+        while let Some(i) = rel[at..].find('/') {
+            let dir = &rel[..at + i];
+            if !made.contains(dir) {
+                fs::create_dir(self.dir.join(dir))?;
+                made.insert(dir.to_owned());
+            }
+            at += i + 1;
+        }
+        Ok(self.dir.join(rel))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Stage {
+    fn drop(&mut self) {
+        // Never follows a symlink; whatever was not moved out goes.
+        let _ = fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// The first error in path order, whatever order the threads failed in;
@@ -235,12 +309,18 @@ pub struct Ready {
     flush: Flush,
     staged: Vec<Staged>,
     deletions: Vec<String>,
+    /// Where the files staged whole are.
+    #[cfg(target_os = "linux")]
+    stage: Option<Arc<Stage>>,
 }
 
 impl Writer {
-    pub(super) fn new(flush: Flush) -> Writer {
+    pub(super) fn new(root: &Path, flush: Flush) -> Writer {
         Writer {
+            root: root.to_path_buf(),
             flush,
+            whole: AtomicBool::new(cfg!(target_os = "linux")),
+            stage: OnceLock::new(),
             // Linking an unnamed file names it through /proc.
             unnamed: AtomicBool::new(
                 cfg!(target_os = "linux") && Path::new("/proc/self/fd").is_dir(),
@@ -339,6 +419,8 @@ impl Writer {
                 .filter(|c| c.op == Op::Delete)
                 .map(|c| c.path.clone())
                 .collect(),
+            #[cfg(target_os = "linux")]
+            stage: self.stage.get().cloned().flatten(),
         })
     }
 
@@ -363,12 +445,16 @@ impl Writer {
         new: bool,
     ) -> Result<Staged, Diagnostic> {
         let temp = self
-            .temp_in(dir, new)
+            .temp_for(dir, &target, new)
             .map_err(|e| io_error(dir, "create a temporary file in", &e))?;
         let file = match &temp {
             #[cfg(target_os = "linux")]
-            Temp::Unnamed(f) => f,
+            Temp::Unnamed(f) | Temp::Whole(_, Some(f)) => f,
             Temp::Named(_, Some(f)) => f,
+            #[cfg(target_os = "linux")]
+            Temp::Whole(_, None) => {
+                return Err(Diagnostic::new("internal error: a staged file was closed"));
+            }
             Temp::Named(_, None) => {
                 return Err(Diagnostic::new("internal error: a staged file was closed"));
             }
@@ -386,11 +472,11 @@ impl Writer {
             });
         // On an error, dropping `temp` removes the named file.
         done?;
+        let wait = || self.flush == Flush::Batch && self.keep_open();
         let temp = match temp {
-            Temp::Named(path, Some(f)) => {
-                let wait = self.flush == Flush::Batch && self.keep_open();
-                Temp::Named(path, wait.then_some(f))
-            }
+            Temp::Named(path, Some(f)) => Temp::Named(path, wait().then_some(f)),
+            #[cfg(target_os = "linux")]
+            Temp::Whole(path, Some(f)) => Temp::Whole(path, wait().then_some(f)),
             other => other,
         };
         Ok(Staged { target, new, temp })
@@ -405,6 +491,39 @@ impl Writer {
         }
         let _ = target;
         file.write_all(bytes)
+    }
+
+    /// Where `target` is staged: in the [`Stage`] when it is new and its
+    /// directory is to be made right below the root (`dir`, the nearest
+    /// that exists, is the root), else in `dir` ([`Writer::temp_in`]).
+    fn temp_for(&self, dir: &Path, target: &Path, new: bool) -> io::Result<Temp> {
+        #[cfg(target_os = "linux")]
+        if new && dir == self.root && parent(target) != self.root.as_path() {
+            let rel = target.strip_prefix(&self.root).ok().and_then(Path::to_str);
+            if let (Some(rel), Some(stage)) = (rel, self.stage()) {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                let path = stage.place(rel)?;
+                let file = fs::File::options()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o644)
+                    .open(&path)?;
+                return Ok(Temp::Whole(path, Some(file)));
+            }
+        }
+        self.temp_in(dir, new)
+    }
+
+    /// This writer's [`Stage`], made at the first call; `None` when there
+    /// is none to be had.
+    #[cfg(target_os = "linux")]
+    fn stage(&self) -> Option<&Arc<Stage>> {
+        if !self.whole.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.stage
+            .get_or_init(|| Stage::new(&self.root).ok().map(Arc::new))
+            .as_ref()
     }
 
     /// A temporary file in `dir`, open for writing, mode 0644 (less the
@@ -455,7 +574,7 @@ impl Staged {
         match &self.temp {
             Temp::Named(path, _) => Some(path),
             #[cfg(target_os = "linux")]
-            Temp::Unnamed(_) => None,
+            Temp::Unnamed(_) | Temp::Whole(..) => None,
         }
     }
 
@@ -464,7 +583,9 @@ impl Staged {
     fn sync(&self) -> io::Result<()> {
         match &self.temp {
             #[cfg(target_os = "linux")]
-            Temp::Unnamed(f) => f.sync_data(),
+            Temp::Unnamed(f) | Temp::Whole(_, Some(f)) => f.sync_data(),
+            #[cfg(target_os = "linux")]
+            Temp::Whole(path, None) => fs::File::open(path)?.sync_data(),
             Temp::Named(_, Some(f)) => f.sync_data(),
             Temp::Named(path, None) => fs::File::open(path)?.sync_data(),
         }
@@ -474,7 +595,9 @@ impl Staged {
     fn wait(&self) -> io::Result<()> {
         match &self.temp {
             #[cfg(target_os = "linux")]
-            Temp::Unnamed(f) => wait_writeback(f),
+            Temp::Unnamed(f) | Temp::Whole(_, Some(f)) => wait_writeback(f),
+            #[cfg(target_os = "linux")]
+            Temp::Whole(path, None) => wait_writeback(&fs::File::open(path)?),
             Temp::Named(_, Some(f)) => wait_writeback(f),
             Temp::Named(path, None) => wait_writeback(&fs::File::open(path)?),
         }
@@ -489,20 +612,36 @@ impl Staged {
             Temp::Named(path, _) => path.persist(&target).map_err(|e| e.error),
             #[cfg(target_os = "linux")]
             Temp::Unnamed(f) => linux::link(&f, &target),
+            // In place with its directory (`Ready::link`).
+            #[cfg(target_os = "linux")]
+            Temp::Whole(..) => Ok(()),
         };
-        done.map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                // The plan found nothing there, and trainc builds wait for
-                // each other: another program put it there.
-                Diagnostic::new(format!(
-                    "{} appeared while trainc was writing; not overwriting it",
-                    target.display()
-                ))
-                .hint("move it out of the output directory and build again")
-            } else {
-                io_error(&target, if new { "create" } else { "replace" }, &e)
-            }
-        })
+        done.map_err(|e| put_error(&target, new, &e))
+    }
+
+    /// Whether the file is staged whole with its directory.
+    fn whole(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Temp::Whole(..) = self.temp {
+            return true;
+        }
+        false
+    }
+}
+
+/// Why putting a new file or directory at `target` (or replacing a file)
+/// failed.
+fn put_error(target: &Path, new: bool, e: &io::Error) -> Diagnostic {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        // The plan found nothing there, and trainc builds wait for each
+        // other: another program put it there.
+        Diagnostic::new(format!(
+            "{} appeared while trainc was writing; not overwriting it",
+            target.display()
+        ))
+        .hint("move it out of the output directory and build again")
+    } else {
+        io_error(target, if new { "create" } else { "replace" }, e)
     }
 }
 
@@ -516,11 +655,40 @@ impl Ready {
             flush,
             staged,
             deletions,
+            #[cfg(target_os = "linux")]
+            stage,
         } = self;
         let root = root.as_path();
         // Directories whose entries change, to flush at the end.
         let mut dirs = BTreeSet::new();
-        let parents: HashSet<&Path> = staged.iter().map(|s| parent(&s.target)).collect();
+        #[cfg(target_os = "linux")]
+        if let Some(stage) = &stage {
+            // Each directory right below the root that holds a file staged
+            // whole, with every file and directory in it.
+            let tops: BTreeSet<&std::ffi::OsStr> = staged
+                .iter()
+                .filter(|s| s.whole())
+                .filter_map(|s| s.target.strip_prefix(root).ok()?.iter().next())
+                .collect();
+            for top in &tops {
+                let target = root.join(top);
+                linux::rename_new(&stage.dir.join(top), &target)
+                    .map_err(|e| vec![put_error(&target, true, &e)])?;
+            }
+            if !tops.is_empty() {
+                dirs.insert(root.to_path_buf());
+                if let Ok(made) = stage.made.lock() {
+                    dirs.extend(made.iter().map(|rel| root.join(rel)));
+                }
+            }
+            // Empty now; gone before anyone walks the tree.
+            let _ = fs::remove_dir(&stage.dir);
+        }
+        let parents: HashSet<&Path> = staged
+            .iter()
+            .filter(|s| !s.whole())
+            .map(|s| parent(&s.target))
+            .collect();
         let mut parents: Vec<&Path> = parents.into_iter().collect();
         parents.sort();
         // In parallel: a directory made meanwhile by another thread is fine.
@@ -767,6 +935,22 @@ mod linux {
             .is_some_and(|e| e == Errno::OPNOTSUPP || e == Errno::ISDIR || e == Errno::INVAL)
     }
 
+    /// Moves the file or directory at `from` to `to`, which must not exist.
+    /// A file system without `RENAME_NOREPLACE` gets a look first: a
+    /// directory could then only replace an empty one that another program
+    /// made in between.
+    pub(super) fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Err(rustix::io::Errno::INVAL) => match fs::symlink_metadata(to) {
+                Ok(_) => Err(io::ErrorKind::AlreadyExists.into()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => fs::rename(from, to),
+                Err(e) => Err(e),
+            },
+            other => Ok(other?),
+        }
+    }
+
     /// Gives the unnamed file `file` the name `target`, which must not exist.
     /// Through /proc, since naming a descriptor directly (`AT_EMPTY_PATH`)
     /// needs a capability a build does not have.
@@ -862,9 +1046,10 @@ mod tests {
         out
     }
 
-    /// 4 jobs of 10 files on disk; the desired tree updates the first job,
-    /// keeps the second, drops the third (to prune) and adds a fourth and a
-    /// fifth in new directories.
+    /// 3 jobs of 10 files on disk; the desired tree updates the first job,
+    /// keeps the second, drops the third (to prune), adds a fourth and a
+    /// fifth in new directories, and a sixth in a new namespace (a new
+    /// directory right below the root).
     fn scene(root: &Path) -> (Tree, Vec<(String, Vec<u8>)>) {
         for j in 0..3 {
             for t in 0..10 {
@@ -880,10 +1065,16 @@ mod tests {
 
     fn desired() -> Tree {
         let mut tree = Tree::new();
-        for (j, lr) in [(0, "2"), (1, "1"), (3, "1"), (4, "1")] {
+        for (ns, j, lr) in [
+            ("ml", 0, "2"),
+            ("ml", 1, "1"),
+            ("ml", 3, "1"),
+            ("ml", 4, "1"),
+            ("ns2", 5, "1"),
+        ] {
             for t in 0..10 {
                 tree.insert(
-                    format!("ml/j{j}/job-j{j}-{t}.yaml"),
+                    format!("{ns}/j{j}/job-j{j}-{t}.yaml"),
                     job(&format!("j{j}"), lr),
                 );
             }
@@ -891,20 +1082,50 @@ mod tests {
         tree
     }
 
-    fn writer(flush: Flush, unnamed: bool) -> Writer {
-        let mut w = Writer::new(flush);
+    /// The ways a new file may be staged: unnamed or not, and, below a
+    /// directory to be made right below the root, whole or not.
+    #[derive(Debug, Clone, Copy)]
+    struct Way {
+        unnamed: bool,
+        whole: bool,
+    }
+
+    const WAYS: [Way; 4] = [
+        Way {
+            unnamed: true,
+            whole: true,
+        },
+        Way {
+            unnamed: true,
+            whole: false,
+        },
+        Way {
+            unnamed: false,
+            whole: true,
+        },
+        Way {
+            unnamed: false,
+            whole: false,
+        },
+    ];
+
+    fn writer(root: &Path, flush: Flush, way: Way) -> Writer {
+        let mut w = Writer::new(root, flush);
         // Each test its own, as the shared one is the whole process's.
         w.budget = Arc::new(AtomicUsize::new(1 << 10));
         w.unnamed
-            .store(unnamed && cfg!(target_os = "linux"), Ordering::Relaxed);
+            .store(way.unnamed && cfg!(target_os = "linux"), Ordering::Relaxed);
+        w.whole
+            .store(way.whole && cfg!(target_os = "linux"), Ordering::Relaxed);
         w
     }
 
+    /// No temporary file is left, nor a stage directory.
     fn no_temporary_files(root: &Path) {
-        let temps: Vec<String> = files(root)
+        let temps: Vec<String> = walkdir::WalkDir::new(root)
             .into_iter()
-            .map(|(rel, _)| rel)
-            .filter(|rel| rel.contains(TEMP_PREFIX))
+            .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+            .filter(|path| path.contains(TEMP_PREFIX))
             .collect();
         assert!(temps.is_empty(), "{temps:?}");
     }
@@ -922,7 +1143,7 @@ mod tests {
     fn every_way_of_writing_gives_the_same_tree() {
         use std::os::unix::fs::PermissionsExt as _;
         for flush in FLUSHES {
-            for unnamed in [true, false] {
+            for way in WAYS {
                 let dir = tempfile::tempdir().unwrap();
                 let root = dir.path().join("deploy");
                 let (tree, want) = scene(&root);
@@ -933,26 +1154,33 @@ mod tests {
                         p.count(Op::Update),
                         p.count(Op::Delete)
                     ),
-                    (20, 10, 10)
+                    (30, 10, 10)
                 );
-                let w = writer(flush, unnamed);
+                let w = writer(&root, flush, way);
                 let budget = w.budget.load(Ordering::Relaxed);
                 w.apply(&p).unwrap();
-                assert_eq!(files(&root), want, "{flush:?} unnamed={unnamed}");
-                // The 20 new files were unnamed; batch flushing kept the
-                // 10 replacements open too.
+                assert_eq!(files(&root), want, "{flush:?} {way:?}");
+                // The 20 new files in `ml` were unnamed, and so were the 10
+                // in `ns2` unless staged whole; batch flushing kept every
+                // file open, the 10 replacements too.
                 let open = budget - w.budget.load(Ordering::Relaxed);
                 let unnamed = w.unnamed.load(Ordering::Relaxed);
-                let kept = match (flush, unnamed) {
-                    (Flush::Batch, _) => 30,
-                    (_, true) => 20,
-                    (_, false) => 0,
+                let whole = w.whole.load(Ordering::Relaxed);
+                let kept = match (flush, unnamed, whole) {
+                    (Flush::Batch, ..) => 40,
+                    (_, true, true) => 20,
+                    (_, true, false) => 30,
+                    (_, false, _) => 0,
                 };
-                assert_eq!(open, kept, "{flush:?} unnamed={unnamed}");
+                assert_eq!(open, kept, "{flush:?} {way:?}");
                 assert!(!root.join("ml/j2").exists(), "emptied directory removed");
                 let mode =
                     |rel: &str| fs::metadata(root.join(rel)).unwrap().permissions().mode() & 0o777;
                 assert_eq!(mode("ml/j3/job-j3-0.yaml"), mode("ml/j0/job-j0-0.yaml"));
+                assert_eq!(mode("ns2/j5/job-j5-0.yaml"), mode("ml/j0/job-j0-0.yaml"));
+                assert_eq!(mode("ns2"), mode("ml"));
+                assert_eq!(mode("ns2/j5"), mode("ml/j3"));
+                no_temporary_files(&root);
                 // Nothing left to do.
                 assert!(plan(&root, "deploy", desired()).unwrap().is_noop());
             }
@@ -966,20 +1194,23 @@ mod tests {
     #[test]
     fn a_failing_write_leaves_no_temporary_file_and_no_partial_target() {
         for flush in FLUSHES {
-            for unnamed in [true, false] {
-                // One failing update, one failing creation.
+            for way in WAYS {
+                // One failing update, one failing creation, one failing
+                // creation in a new namespace.
                 for failing in [
                     vec!["ml/j4/job-j4-7.yaml", "ml/j0/job-j0-3.yaml"],
                     vec!["ml/j3/job-j3-9.yaml"],
+                    vec!["ns2/j5/job-j5-2.yaml"],
                 ] {
                     let dir = tempfile::tempdir().unwrap();
                     let root = dir.path().join("deploy");
                     let (tree, _) = scene(&root);
                     let before = files(&root);
                     let p = plan(&root, "deploy", tree).unwrap();
-                    let mut w = writer(flush, unnamed);
+                    let mut w = writer(&root, flush, way);
                     w.fault.write = failing.clone();
                     let err = w.apply(&p).unwrap_err();
+                    drop(w);
                     let first = failing.iter().min().unwrap();
                     assert_eq!(
                         err[0].title(),
@@ -988,13 +1219,10 @@ mod tests {
                             root.join(first).display(),
                             io::Error::from(rustix::io::Errno::NOSPC)
                         ),
-                        "{flush:?} unnamed={unnamed}"
+                        "{flush:?} {way:?}"
                     );
-                    assert_eq!(
-                        files(&root),
-                        before,
-                        "{flush:?} unnamed={unnamed} {failing:?}"
-                    );
+                    assert_eq!(files(&root), before, "{flush:?} {way:?} {failing:?}");
+                    assert!(!root.join("ns2").exists(), "{flush:?} {way:?}");
                     no_temporary_files(&root);
                 }
             }
@@ -1011,7 +1239,14 @@ mod tests {
             let root = dir.path().join("deploy");
             let (tree, want) = scene(&root);
             let p = plan(&root, "deploy", tree).unwrap();
-            let mut w = writer(flush, true);
+            let mut w = writer(
+                &root,
+                flush,
+                Way {
+                    unnamed: true,
+                    whole: false,
+                },
+            );
             w.fault.refuse_unnamed = true;
             w.apply(&p).unwrap();
             assert!(!w.unnamed.load(Ordering::Relaxed), "{flush:?}");
@@ -1046,7 +1281,7 @@ mod tests {
         let root = dir.path().join("deploy");
         let (tree, want) = scene(&root);
         let p = plan(&root, "deploy", tree).unwrap();
-        let w = writer(Flush::Batch, true);
+        let w = writer(&root, Flush::Batch, WAYS[0]);
         w.budget.store(3, Ordering::Relaxed);
         w.apply(&p).unwrap();
         assert_eq!(w.budget.load(Ordering::Relaxed), 0);
@@ -1058,7 +1293,7 @@ mod tests {
     /// own there: kept, and the build fails saying so.
     #[test]
     fn a_file_that_appears_meanwhile_is_not_overwritten() {
-        for unnamed in [true, false] {
+        for way in WAYS {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path().join("deploy");
             let (tree, _) = scene(&root);
@@ -1066,7 +1301,7 @@ mod tests {
             let theirs = root.join("ml/j3/job-j3-5.yaml");
             fs::create_dir_all(theirs.parent().unwrap()).unwrap();
             fs::write(&theirs, "mine\n").unwrap();
-            let err = writer(Flush::Volatile, unnamed).apply(&p).unwrap_err();
+            let err = writer(&root, Flush::Volatile, way).apply(&p).unwrap_err();
             assert_eq!(
                 err[0].title(),
                 format!(
@@ -1077,6 +1312,45 @@ mod tests {
             assert_eq!(fs::read(&theirs).unwrap(), b"mine\n");
             no_temporary_files(&root);
         }
+    }
+
+    /// A directory put where the plan found none, after its files were
+    /// staged whole and before they go in: it stays as it is, and the build
+    /// fails saying so.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_that_appears_meanwhile_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("deploy");
+        let (tree, _) = scene(&root);
+        let p = plan(&root, "deploy", tree).unwrap();
+        let w = writer(&root, Flush::Volatile, WAYS[0]);
+        let ready = w.stage_plan(&p, Vec::new()).unwrap();
+        let staged = fs::read_dir(&root)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(TEMP_PREFIX)
+            })
+            .count();
+        assert_eq!(staged, 1, "one stage directory");
+        // Empty, which a plain `rename` would replace.
+        let theirs = root.join("ns2");
+        fs::create_dir(&theirs).unwrap();
+        let err = ready.link().unwrap_err();
+        assert_eq!(
+            err[0].title(),
+            format!(
+                "{} appeared while trainc was writing; not overwriting it",
+                theirs.display()
+            )
+        );
+        assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0);
+        drop(w);
+        no_temporary_files(&root);
     }
 
     #[cfg(target_os = "linux")]
