@@ -585,7 +585,7 @@ pub fn desired_into(
         project,
         &library,
         sources,
-        &docs,
+        docs,
         sets,
         Scope::All { complete },
         sink,
@@ -623,14 +623,14 @@ pub fn desired_some(
     if !diags.is_empty() {
         return Err(diags);
     }
-    compile_sets(project, library, sources, &docs, sets, Scope::Some, None)
+    compile_sets(project, library, sources, docs, sets, Scope::Some, None)
 }
 
 fn compile_sets(
     project: &Project,
     library: &Library,
     sources: Sources,
-    docs: &[Document],
+    docs: Vec<Document>,
     sets: &[Set],
     scope: Scope,
     sink: Option<&dyn Sink>,
@@ -639,7 +639,10 @@ fn compile_sets(
     let mut which: Vec<Option<&Variant>> = vec![None];
     which.extend(sets.iter().filter_map(|s| s.variant).map(Some));
     let (resolved, warnings, summaries) =
-        resolve_parts(project, library, &sources, docs, &which, scope)?;
+        resolve_parts(project, library, &sources, &docs, &which, scope)?;
+    // Resolved, the documents are read no more: freed before the jobs are
+    // rendered, they are not in a large build's peak memory.
+    drop(docs);
     let mut resolved = resolved.into_iter();
     let mut summaries = summaries.into_iter();
     let mut base = resolved.next().unwrap_or_default();

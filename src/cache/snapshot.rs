@@ -179,6 +179,9 @@ pub fn after(
             .ok()
             .filter(|&i| before[i].kind == Kind::File)
     };
+    if before.is_empty() {
+        return filled(plan, hash);
+    }
     let updated: Option<Vec<(usize, &crate::plan::Change)>> = plan
         .pending()
         .map(|c| {
@@ -278,6 +281,42 @@ pub fn after(
         out.push(e);
     }
     out.extend(mods.flat_map(|(_, m)| m));
+    Ok(out)
+}
+
+/// [`after`] for a directory that held nothing: each entry made once, in
+/// place, and put in walk order (a cold build of 5,000 jobs has 100,000).
+fn filled(
+    plan: &crate::plan::Plan,
+    hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
+) -> io::Result<Vec<Entry>> {
+    use crate::plan::Op;
+    let mut out = Vec::with_capacity(plan.changes.len() * 11 / 10);
+    let mut dirs = std::collections::HashSet::new();
+    for c in plan.pending().filter(|c| c.op != Op::Delete) {
+        let mut at = 0;
+        while let Some(i) = c.path[at..].find('/') {
+            let dir = &c.path[..at + i];
+            if dirs.insert(dir) {
+                out.push(Entry {
+                    path: dir.to_owned(),
+                    kind: Kind::Dir,
+                    file: None,
+                });
+            }
+            at += i + 1;
+        }
+        out.push(Entry {
+            path: c.path.clone(),
+            kind: Kind::File,
+            file: Some(FileState {
+                sig: Sig::UNSEEN,
+                hash: hash(c)?,
+                racy: true,
+            }),
+        });
+    }
+    out.sort_unstable_by(|a, b| walk_cmp(&a.path, &b.path));
     Ok(out)
 }
 
