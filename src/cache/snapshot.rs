@@ -194,14 +194,7 @@ pub fn after(
     if let Some(updated) = updated {
         let mut states = Vec::with_capacity(updated.len());
         for (i, c) in updated {
-            states.push((
-                i,
-                FileState {
-                    sig: Sig::UNSEEN,
-                    hash: hash(c)?,
-                    racy: true,
-                },
-            ));
+            states.push((i, written(c, &hash)?.file));
         }
         let mut out = before;
         for e in &mut out {
@@ -210,7 +203,7 @@ pub fn after(
             }
         }
         for (i, state) in states {
-            out[i].file = Some(state);
+            out[i].file = state;
         }
         return Ok(out);
     }
@@ -231,18 +224,7 @@ pub fn after(
             }
             continue;
         }
-        mods.push((
-            c.path.clone(),
-            Some(Entry {
-                path: c.path.clone(),
-                kind: Kind::File,
-                file: Some(FileState {
-                    sig: Sig::UNSEEN,
-                    hash: hash(c)?,
-                    racy: true,
-                }),
-            }),
-        ));
+        mods.push((c.path.clone(), Some(written(c, &hash)?)));
         if c.op == Op::Create {
             let mut dir = c.path.as_str();
             while let Some((parent, _)) = dir.rsplit_once('/') {
@@ -306,18 +288,26 @@ fn filled(
             }
             at += i + 1;
         }
-        out.push(Entry {
-            path: c.path.clone(),
-            kind: Kind::File,
-            file: Some(FileState {
-                sig: Sig::UNSEEN,
-                hash: hash(c)?,
-                racy: true,
-            }),
-        });
+        out.push(written(c, &hash)?);
     }
     out.sort_unstable_by(|a, b| walk_cmp(&a.path, &b.path));
     Ok(out)
+}
+
+/// The entry of a file the build wrote: racy, its signature not looked at.
+fn written(
+    c: &crate::plan::Change,
+    hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
+) -> io::Result<Entry> {
+    Ok(Entry {
+        path: c.path.clone(),
+        kind: Kind::File,
+        file: Some(FileState {
+            sig: Sig::UNSEEN,
+            hash: hash(c)?,
+            racy: true,
+        }),
+    })
 }
 
 /// How a directory compares with its snapshot.
