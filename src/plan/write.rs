@@ -149,10 +149,11 @@ pub(super) struct Writer {
     /// The output root, locked.
     root: PathBuf,
     flush: Flush,
-    /// Whether new files below directories yet to be made may still be
-    /// staged in a [`Stage`]; cleared when one cannot be made.
+    /// Whether new files below directories yet to be made may be staged in
+    /// a [`Stage`] (Linux; the tests turn it off to stage them otherwise).
     whole: AtomicBool,
-    /// The stage, once a file needed it.
+    /// The stage, once a file needed it; `None` when it could not be made
+    /// (such files are then staged as elsewhere).
     stage: OnceLock<Option<Arc<Stage>>>,
     /// Whether new files may still be staged unnamed; the first refusal by
     /// the file system clears it.
