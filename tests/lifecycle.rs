@@ -445,6 +445,90 @@ fn a_build_killed_at_any_moment_leaves_old_or_new_files_and_converges() {
     );
 }
 
+/// A first build, into an output directory that does not exist, killed at
+/// any moment: whatever it left in view is complete, a namespace directory
+/// only whole (each goes in with one rename from the hidden stage), and the
+/// next build converges, removing the stage.
+#[test]
+fn a_first_build_killed_at_any_moment_converges_and_leaves_no_stage() {
+    let b = scratch_example("mnist");
+    big(b.path(), 90, "0.002");
+    let _ = fs::remove_dir_all(b.path().join("deploy"));
+    // The kills are spread over what a first build takes here.
+    let started = std::time::Instant::now();
+    assert!(run(b.path(), &["build"]).status.success());
+    let took = started.elapsed();
+    let tree_b = read_tree(&b.path().join("deploy"));
+    let ns: Vec<String> = tree_b
+        .keys()
+        .filter_map(|p| p.split_once('/').map(|(ns, _)| format!("{ns}/")))
+        .collect();
+
+    let (mut interrupted, mut staged) = (0, 0);
+    for step in 0..24u64 {
+        let work = scratch_example("mnist");
+        big(work.path(), 90, "0.002");
+        let _ = fs::remove_dir_all(work.path().join("deploy"));
+        let mut child = common::trainc()
+            .current_dir(work.path())
+            .arg("build")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(took * u32::try_from(step).expect("small") / 20);
+        let _ = child.kill(); // SIGKILL
+        if !child.wait().expect("wait").success() {
+            interrupted += 1;
+        }
+        let seen = read_tree(&work.path().join("deploy"));
+        if seen.keys().any(|p| p.starts_with(".trainc-")) {
+            staged += 1;
+        }
+        let visible: Vec<&String> = seen.keys().filter(|p| !p.starts_with(".trainc-")).collect();
+        for path in &visible {
+            assert_eq!(
+                seen.get(*path),
+                tree_b.get(*path),
+                "step {step}: {path} is not its complete self"
+            );
+        }
+        // A namespace is there with every file of it, or not at all.
+        for dir in &ns {
+            let there = visible
+                .iter()
+                .filter(|p| p.starts_with(dir.as_str()))
+                .count();
+            let all = tree_b
+                .keys()
+                .filter(|p| p.starts_with(dir.as_str()))
+                .count();
+            assert!(
+                there == 0 || there == all,
+                "step {step}: {there} of the {all} files of {dir}"
+            );
+        }
+        let o = run(work.path(), &["build"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            read_tree(&work.path().join("deploy")),
+            tree_b,
+            "step {step}: converged"
+        );
+        let left: Vec<String> = fs::read_dir(work.path().join("deploy"))
+            .expect("read deploy")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".trainc-"))
+            .collect();
+        assert!(left.is_empty(), "step {step}: {left:?} left behind");
+    }
+    eprintln!("interrupted {interrupted}, with a stage left {staged}");
+    assert!(
+        interrupted >= 5,
+        "only {interrupted} of 24 builds were interrupted"
+    );
+}
+
 #[test]
 fn building_part_of_a_project_into_its_output_is_refused() {
     let dir = two_jobs_built();
