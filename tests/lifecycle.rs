@@ -366,6 +366,21 @@ fn concurrent_builds_take_turns() {
     );
 }
 
+/// `trainc build` in `dir`, sent SIGKILL after `wait`: whether it had
+/// finished by then.
+fn build_killed_after(dir: &Path, wait: Duration) -> bool {
+    let mut child = common::trainc()
+        .current_dir(dir)
+        .arg("build")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(wait);
+    let _ = child.kill();
+    child.wait().expect("wait").success()
+}
+
 /// A definition that makes a build long enough to be killed in the middle.
 fn big(dir: &Path, workers: u32, lr: &str) {
     let text = fs::read_to_string(common::example("mnist").join("jobs/mnist.yaml"))
@@ -395,17 +410,7 @@ fn a_build_killed_at_any_moment_leaves_old_or_new_files_and_converges() {
         let work = scratch_example("mnist");
         big(work.path(), 90, "0.002");
         common::copy_tree(&a.path().join("deploy"), &work.path().join("deploy"));
-        let mut child = common::trainc()
-            .current_dir(work.path())
-            .arg("build")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn");
-        std::thread::sleep(Duration::from_micros(step * 4000));
-        let _ = child.kill(); // SIGKILL
-        let status = child.wait().expect("wait");
-        if !status.success() {
+        if !build_killed_after(work.path(), Duration::from_micros(step * 4000)) {
             interrupted += 1;
         }
         let (mut old, mut new, mut tmp_seen) = (false, false, false);
@@ -469,16 +474,8 @@ fn a_first_build_killed_at_any_moment_converges_and_leaves_no_stage() {
         let work = scratch_example("mnist");
         big(work.path(), 90, "0.002");
         let _ = fs::remove_dir_all(work.path().join("deploy"));
-        let mut child = common::trainc()
-            .current_dir(work.path())
-            .arg("build")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn");
-        std::thread::sleep(took * u32::try_from(step).expect("small") / 20);
-        let _ = child.kill(); // SIGKILL
-        if !child.wait().expect("wait").success() {
+        let wait = took * u32::try_from(step).expect("small") / 20;
+        if !build_killed_after(work.path(), wait) {
             interrupted += 1;
         }
         let seen = read_tree(&work.path().join("deploy"));
