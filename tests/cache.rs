@@ -40,6 +40,11 @@ impl Project {
     }
 
     /// `run` with another cache directory.
+    /// `args` run with the project's cache, then with none.
+    fn both(&self, args: &[&str]) -> (Output, Output) {
+        (self.run(args), self.run_with_cache("", args))
+    }
+
     fn run_with_cache(&self, cache: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
         common::trainc()
             .current_dir(self.path())
@@ -94,6 +99,15 @@ fn mtimes(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
                 e.metadata().expect("stat").modified().expect("mtime"),
             )
         })
+        .collect()
+}
+
+/// The lines of a run's stderr but the cache's own (`cache: …`), which
+/// only a run with the cache prints.
+fn findings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("cache: "))
         .collect()
 }
 
@@ -816,20 +830,10 @@ fn a_duplicate_across_an_edited_and_an_unedited_file_is_found() {
     let before = p.output();
     p.edit("jobs/job-2.yaml", "name: job-2\n", "name: job-1\n");
     for args in [&["build", "-v"][..], &["build", "--check", "-v"], &["diff"]] {
-        let cached = p.run(args);
-        let uncached = p.run_with_cache("", args);
+        let (cached, uncached) = p.both(args);
         assert_eq!(cached.status.code(), Some(2), "{args:?}");
         let err = stderr(&cached);
-        assert_eq!(
-            err.lines()
-                .filter(|l| !l.starts_with("cache: "))
-                .collect::<Vec<_>>(),
-            stderr(&uncached)
-                .lines()
-                .filter(|l| !l.starts_with("cache: "))
-                .collect::<Vec<_>>(),
-            "{args:?}"
-        );
+        assert_eq!(findings(&err), findings(&stderr(&uncached)), "{args:?}");
         assert!(err.contains("job `ml/job-1` is defined twice"), "{err}");
         assert!(err.contains("jobs/job-2.yaml:"), "{err}");
         if args.contains(&"-v") {
@@ -911,8 +915,7 @@ fn warnings_are_shown_by_every_build() {
         "learning_rate: 0.01",
     );
     for args in [&["build", "--check", "-v"][..], &["build", "-v"]] {
-        let cached = p.run(args);
-        let uncached = p.run_with_cache("", args);
+        let (cached, uncached) = p.both(args);
         assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
         let err = stderr(&cached);
         let mut lines = err.lines();
@@ -920,13 +923,7 @@ fn warnings_are_shown_by_every_build() {
             lines.next(),
             Some("cache: re-rendering 2 jobs of 3, because jobs/job-2.yaml changed")
         );
-        assert_eq!(
-            lines.collect::<Vec<_>>(),
-            stderr(&uncached)
-                .lines()
-                .filter(|l| !l.starts_with("cache: "))
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(lines.collect::<Vec<_>>(), findings(&stderr(&uncached)));
         assert!(err.contains("is tagged `latest`"), "{err}");
     }
     assert_eq!(p.output(), p.fresh_output());
@@ -1006,8 +1003,7 @@ fn unlisted_yaml_is_warned_about_by_incremental_builds() {
             "learning_rate: 0.01",
         );
         for args in [&["build", "--check", "-v"][..], &["build", "-v"]] {
-            let cached = p.run(args);
-            let uncached = p.run_with_cache("", args);
+            let (cached, uncached) = p.both(args);
             assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
             let err = stderr(&cached);
             assert!(
@@ -1118,8 +1114,7 @@ fn a_generated_name_taken_by_an_edit_is_found() {
     // job-1's volume `x-data` and job-1-x's `data` are one PersistentVolume.
     p.edit("jobs/job-1.yaml", "- name: data\n", "- name: x-data\n");
     for args in [&["build", "-v"][..], &["build", "--check", "-v"], &["diff"]] {
-        let cached = p.run(args);
-        let uncached = p.run_with_cache("", args);
+        let (cached, uncached) = p.both(args);
         assert_eq!(
             cached.status.code(),
             Some(2),
@@ -1127,16 +1122,7 @@ fn a_generated_name_taken_by_an_edit_is_found() {
             stderr(&cached)
         );
         let err = stderr(&cached);
-        assert_eq!(
-            err.lines()
-                .filter(|l| !l.starts_with("cache: "))
-                .collect::<Vec<_>>(),
-            stderr(&uncached)
-                .lines()
-                .filter(|l| !l.starts_with("cache: "))
-                .collect::<Vec<_>>(),
-            "{args:?}"
-        );
+        assert_eq!(findings(&err), findings(&stderr(&uncached)), "{args:?}");
         if args.contains(&"-v") {
             assert!(
                 err.starts_with("cache: compiling, because a job that changed and another generate the same object; the build will report it\n"),

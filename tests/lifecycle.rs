@@ -381,6 +381,17 @@ fn build_killed_after(dir: &Path, wait: Duration) -> bool {
     child.wait().expect("wait").success()
 }
 
+/// `trainc build` in `dir` succeeds and leaves `deploy` as `want`.
+fn converges(dir: &Path, want: &std::collections::BTreeMap<String, Vec<u8>>, step: u64) {
+    let o = run(dir, &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        read_tree(&dir.join("deploy")),
+        *want,
+        "step {step}: converged"
+    );
+}
+
 /// A definition that makes a build long enough to be killed in the middle.
 fn big(dir: &Path, workers: u32, lr: &str) {
     let text = fs::read_to_string(common::example("mnist").join("jobs/mnist.yaml"))
@@ -435,13 +446,7 @@ fn a_build_killed_at_any_moment_leaves_old_or_new_files_and_converges() {
         if tmp_seen {
             midway += 1;
         }
-        let o = run(work.path(), &["build"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(
-            read_tree(&work.path().join("deploy")),
-            tree_b,
-            "step {step}: converged"
-        );
+        converges(work.path(), &tree_b, step);
     }
     eprintln!("interrupted {interrupted}, with temporary files {midway}, half-renamed {mixed}");
     assert!(
@@ -505,13 +510,7 @@ fn a_first_build_killed_at_any_moment_converges_and_leaves_no_stage() {
                 "step {step}: {there} of the {all} files of {dir}"
             );
         }
-        let o = run(work.path(), &["build"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(
-            read_tree(&work.path().join("deploy")),
-            tree_b,
-            "step {step}: converged"
-        );
+        converges(work.path(), &tree_b, step);
         let left: Vec<String> = fs::read_dir(work.path().join("deploy"))
             .expect("read deploy")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
