@@ -273,3 +273,68 @@ fn build_specs_that_could_never_settle_are_refused() {
     );
     assert!(!dir.path().join("build").exists());
 }
+
+/// The project's templates are compiled once per build and rendered for
+/// every job (twice each: the file and the text its tag hashes). Each
+/// rendering still has the whole fuel budget, and a template that does not
+/// compile is reported for every job that uses it.
+#[test]
+fn every_rendering_of_a_shared_template_has_its_own_fuel() {
+    let dir = scratch_example("mnist");
+    let jobs = dir.path().join("jobs");
+    let mnist = fs::read_to_string(jobs.join("mnist.yaml")).expect("read");
+    fs::write(
+        jobs.join("mnist-two.yaml"),
+        mnist.replace("name: mnist\n", "name: mnist-two\n"),
+    )
+    .expect("write");
+    let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
+    fs::write(
+        dir.path().join("trainc.yaml"),
+        format!("{project}library: lib\n"),
+    )
+    .expect("write");
+    fs::create_dir_all(dir.path().join("lib/templates")).expect("mkdir");
+    let builtin = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("library/templates/Dockerfile.j2"),
+    )
+    .expect("read");
+    let template = dir.path().join("lib/templates/Dockerfile.j2");
+    // About 175,000 of the 250,000 units: more than half, so the four
+    // renderings of this build would run out of a budget they shared.
+    fs::write(
+        &template,
+        format!("{builtin}{{% for i in range(60000) %}}{{% endfor %}}\n"),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build", "--no-cache"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let build = read_tree(&dir.path().join("build"));
+    assert!(build.contains_key("ml/mnist/Dockerfile"));
+    assert!(build.contains_key("ml/mnist-two/Dockerfile"));
+
+    // Ten times that is more than any one rendering may do.
+    fs::write(
+        &template,
+        format!(
+            "{builtin}{{% for i in range(10) %}}{{% for j in range(60000) %}}{{% endfor %}}{{% endfor %}}\n"
+        ),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("ran out of fuel"), "{}", stderr(&o));
+
+    fs::write(&template, format!("{builtin}{{% if %}}\n")).expect("write");
+    let o = run(dir.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    for job in ["ml/mnist:", "ml/mnist-two:"] {
+        assert!(
+            err.contains(&format!(
+                "cannot prepare the image of {job} template Dockerfile.j2: syntax error"
+            )),
+            "{err}"
+        );
+    }
+}

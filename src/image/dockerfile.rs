@@ -29,55 +29,65 @@ pub fn tensorboard_path(namespace: &str, job: &str) -> String {
     format!("{}/tensorboard.Dockerfile", emit::job_dir(namespace, job))
 }
 
-/// Renders the Dockerfile. With `for_hash`, the parts that only say where
-/// files are (the header's definition path, the bake file's path) are left
-/// empty: comments do not change an image, and moving a definition or the
-/// build directory must not change its tag.
-pub fn render(
-    template: &str,
-    job: &Job,
-    b: &BuildInputs,
-    bake: &str,
-    for_hash: bool,
-) -> Result<String, String> {
-    let requirements_name = b
-        .requirements
-        .as_deref()
-        .and_then(|r| r.rsplit('/').next())
-        .unwrap_or_default();
-    render_with(TEMPLATE, template, job, bake, for_hash, |header, bake| {
-        context! {
-            header => header,
-            bake_file => bake,
-            base_image => &b.base_image,
-            workdir => &b.workdir,
-            python => &b.python,
-            entrypoint => &b.entrypoint,
-            requirements => &b.requirements,
-            requirements_name => requirements_name,
-            job => &job.name,
-            namespace => &job.namespace,
-            framework_version => &job.framework_version,
-        }
-    })
+/// A library template, compiled once per build and rendered for every job.
+/// A template that does not compile keeps its error, which each job's
+/// rendering reports as it did when every job compiled its own.
+pub struct Template<'a> {
+    name: &'static str,
+    env: Result<Environment<'a>, String>,
 }
 
-/// Renders the Dockerfile of the TensorBoard image trainc builds for a job
-/// that names none.
-pub fn render_tensorboard(
-    template: &str,
-    job: &Job,
-    tb: &TensorBoardBuild,
-    bake: &str,
-    for_hash: bool,
-) -> Result<String, String> {
-    render_with(
-        TENSORBOARD_TEMPLATE,
-        template,
-        job,
-        bake,
-        for_hash,
-        |header, bake| {
+impl<'a> Template<'a> {
+    pub fn new(name: &'static str, source: &'a str) -> Template<'a> {
+        Template {
+            name,
+            env: environment(name, source),
+        }
+    }
+
+    /// Renders the Dockerfile. With `for_hash`, the parts that only say
+    /// where files are (the header's definition path, the bake file's path)
+    /// are left empty: comments do not change an image, and moving a
+    /// definition or the build directory must not change its tag.
+    pub fn render(
+        &self,
+        job: &Job,
+        b: &BuildInputs,
+        bake: &str,
+        for_hash: bool,
+    ) -> Result<String, String> {
+        let requirements_name = b
+            .requirements
+            .as_deref()
+            .and_then(|r| r.rsplit('/').next())
+            .unwrap_or_default();
+        self.render_with(job, bake, for_hash, |header, bake| {
+            context! {
+                header => header,
+                bake_file => bake,
+                base_image => &b.base_image,
+                workdir => &b.workdir,
+                python => &b.python,
+                entrypoint => &b.entrypoint,
+                requirements => &b.requirements,
+                requirements_name => requirements_name,
+                job => &job.name,
+                namespace => &job.namespace,
+                framework_version => &job.framework_version,
+            }
+        })
+    }
+
+    /// Renders the Dockerfile of the TensorBoard image trainc builds for a
+    /// job that names none.
+    pub fn render_tensorboard(
+        &self,
+        job: &Job,
+        tb: &TensorBoardBuild,
+        bake: &str,
+        for_hash: bool,
+    ) -> Result<String, String> {
+        self.render_with(job, bake, for_hash, |header, bake| {
             context! {
                 header => header,
                 bake_file => bake,
@@ -86,18 +96,46 @@ pub fn render_tensorboard(
                 job => &job.name,
                 namespace => &job.namespace,
             }
-        },
-    )
+        })
+    }
+
+    fn render_with(
+        &self,
+        job: &Job,
+        bake: &str,
+        for_hash: bool,
+        values: impl FnOnce(&str, &str) -> minijinja::Value,
+    ) -> Result<String, String> {
+        let name = self.name;
+        let env = self.env.as_ref().map_err(Clone::clone)?;
+        let header = if for_hash {
+            String::new()
+        } else {
+            emit::header(Some(&job.source))
+        };
+        let bake = if for_hash { "" } else { bake };
+        env.get_template(name)
+            .and_then(|t| t.render(values(header.trim_end(), bake)))
+            .map_err(|e| format!("template {name}: {e}"))
+            .and_then(|text| {
+                // The header is how pruning knows the file is trainc's: on a
+                // line of its own, or the next build, which reads only a
+                // file's first bytes, finds no header and refuses to
+                // overwrite it.
+                if for_hash || text.starts_with(&header) {
+                    Ok(text)
+                } else {
+                    Err(format!(
+                        "template {name} must start with `{{{{ header }}}}` on a line of its own, the generated-file header"
+                    ))
+                }
+            })
+    }
 }
 
-fn render_with(
-    name: &str,
-    template: &str,
-    job: &Job,
-    bake: &str,
-    for_hash: bool,
-    values: impl FnOnce(&str, &str) -> minijinja::Value,
-) -> Result<String, String> {
+/// The environment holding the one template `name`. Fuel is counted per
+/// rendering, so sharing it across jobs bounds each job as before.
+fn environment<'a>(name: &'static str, template: &'a str) -> Result<Environment<'a>, String> {
     let mut env = Environment::new();
     env.set_fuel(Some(TEMPLATE_FUEL));
     // A typo in a user's template is an error, not an empty string.
@@ -111,25 +149,5 @@ fn render_with(
     env.set_syntax(syntax);
     env.add_template(name, template)
         .map_err(|e| format!("template {name}: {e}"))?;
-    let header = if for_hash {
-        String::new()
-    } else {
-        emit::header(Some(&job.source))
-    };
-    let bake = if for_hash { "" } else { bake };
-    env.get_template(name)
-        .and_then(|t| t.render(values(header.trim_end(), bake)))
-        .map_err(|e| format!("template {name}: {e}"))
-        .and_then(|text| {
-            // The header is how pruning knows the file is trainc's: on a
-            // line of its own, or the next build, which reads only a file's
-            // first bytes, finds no header and refuses to overwrite it.
-            if for_hash || text.starts_with(&header) {
-                Ok(text)
-            } else {
-                Err(format!(
-                    "template {name} must start with `{{{{ header }}}}` on a line of its own, the generated-file header"
-                ))
-            }
-        })
+    Ok(env)
 }

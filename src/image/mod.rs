@@ -119,11 +119,14 @@ pub fn builds(
         ]);
     }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
-    let tb_template = library.template(dockerfile::TENSORBOARD_TEMPLATE);
+    let template = dockerfile::Template::new(dockerfile::TEMPLATE, template);
+    let tb_template = library
+        .template(dockerfile::TENSORBOARD_TEMPLATE)
+        .map(|t| dockerfile::Template::new(dockerfile::TENSORBOARD_TEMPLATE, t));
     // Both images of every job are prepared on every core, from the jobs as
     // they were: neither sees the image the other fills in.
     let tensorboards = crate::par::map(jobs, |job| {
-        tensorboard(job, tb_template, &out_shown, &bake_shown)
+        tensorboard(job, tb_template.as_ref(), &out_shown, &bake_shown)
     });
     let results = crate::par::map(
         jobs,
@@ -141,9 +144,11 @@ pub fn builds(
             let template_hint = || {
                 "fix the Dockerfile template (the project's `library` directory, or trainc's library/templates/)".to_owned()
             };
-            let text = dockerfile::render(template, job, b, &bake_shown, false)
+            let text = template
+                .render(job, b, &bake_shown, false)
                 .map_err(|e| fail(e, template_hint()))?;
-            let neutral = dockerfile::render(template, job, b, &bake_shown, true)
+            let neutral = template
+                .render(job, b, &bake_shown, true)
                 .map_err(|e| fail(e, template_hint()))?;
             let probes: Vec<String> = std::iter::once(&b.entrypoint)
                 .chain(&b.requirements)
@@ -214,7 +219,7 @@ pub fn builds(
 /// the job's build-spec directory: the Dockerfile copies nothing.
 fn tensorboard(
     job: &Job,
-    template: Option<&str>,
+    template: Option<&dockerfile::Template>,
     out_shown: &str,
     bake_shown: &str,
 ) -> Result<Option<ImageBuild>, Diagnostic> {
@@ -234,10 +239,12 @@ fn tensorboard(
             dockerfile::TENSORBOARD_TEMPLATE
         ))
     })?;
-    let text =
-        dockerfile::render_tensorboard(template, job, &b, bake_shown, false).map_err(fail)?;
-    let neutral =
-        dockerfile::render_tensorboard(template, job, &b, bake_shown, true).map_err(fail)?;
+    let text = template
+        .render_tensorboard(job, &b, bake_shown, false)
+        .map_err(fail)?;
+    let neutral = template
+        .render_tensorboard(job, &b, bake_shown, true)
+        .map_err(fail)?;
     let image = format!(
         "{}:{}",
         b.repository,
