@@ -641,8 +641,9 @@ fn compile_sets(
     let (resolved, warnings, summaries) =
         resolve_parts(project, library, &sources, &docs, &which, scope)?;
     // Resolved, the documents are read no more: freed before the jobs are
-    // rendered, they are not in a large build's peak memory.
-    drop(docs);
+    // rendered, they are not in a large build's peak memory. Their trees
+    // take a while to free, so every core frees its share.
+    par::map_owned(docs, drop);
     let mut resolved = resolved.into_iter();
     let mut summaries = summaries.into_iter();
     let mut base = resolved.next().unwrap_or_default();

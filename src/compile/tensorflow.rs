@@ -21,6 +21,11 @@ use crate::validate::rules::Ctx;
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
     hosts: Vec<(RoleKind, Vec<String>)>,
+    /// What every task's `TF_CONFIG` and flags repeat, written once per
+    /// run rather than once per task: the cluster as JSON, and the
+    /// `--ps_hosts` and `--worker_hosts` flags.
+    cluster_json: String,
+    host_flags: [String; 2],
 }
 
 impl ClusterSpec {
@@ -47,7 +52,21 @@ impl ClusterSpec {
                 (r.kind, hosts)
             })
             .collect();
-        Self { hosts }
+        Self::from_hosts(hosts)
+    }
+
+    fn from_hosts(hosts: Vec<(RoleKind, Vec<String>)>) -> Self {
+        let mut spec = Self {
+            hosts,
+            cluster_json: String::new(),
+            host_flags: [String::new(), String::new()],
+        };
+        spec.cluster_json = spec.cluster().to_string();
+        spec.host_flags = [
+            format!("--ps_hosts={}", spec.hosts(RoleKind::Ps).join(",")),
+            format!("--worker_hosts={}", spec.hosts(RoleKind::Worker).join(",")),
+        ];
+        spec
     }
 
     pub fn hosts(&self, kind: RoleKind) -> &[String] {
@@ -90,7 +109,7 @@ impl ClusterSpec {
         let task_type = Value::String(kind.as_str().to_owned());
         format!(
             "{{\"cluster\":{},\"task\":{{\"type\":{task_type},\"index\":{}}}}}",
-            self.cluster(),
+            self.cluster_json,
             index.render()
         )
     }
@@ -98,9 +117,10 @@ impl ClusterSpec {
     /// `--ps_hosts`, `--worker_hosts`, `--job_name`, `--task_index` for
     /// TensorFlow 1.x programs.
     pub fn legacy_flags(&self, kind: RoleKind, index: Index) -> Vec<String> {
+        let [ps, workers] = &self.host_flags;
         vec![
-            format!("--ps_hosts={}", self.hosts(RoleKind::Ps).join(",")),
-            format!("--worker_hosts={}", self.hosts(RoleKind::Worker).join(",")),
+            ps.clone(),
+            workers.clone(),
             format!("--job_name={}", kind.as_str()),
             format!("--task_index={}", index.render()),
         ]
@@ -237,12 +257,10 @@ mod tests {
     use super::*;
 
     fn spec() -> ClusterSpec {
-        ClusterSpec {
-            hosts: vec![
-                (RoleKind::Ps, vec!["p0:1".into()]),
-                (RoleKind::Worker, vec!["w0:1".into(), "w1:1".into()]),
-            ],
-        }
+        ClusterSpec::from_hosts(vec![
+            (RoleKind::Ps, vec!["p0:1".into()]),
+            (RoleKind::Worker, vec!["w0:1".into(), "w1:1".into()]),
+        ])
     }
 
     #[test]
