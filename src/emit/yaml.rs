@@ -697,11 +697,22 @@ impl ser::SerializeStruct for Map<'_> {
 }
 
 fn write_key_str(out: &mut Vec<u8>, key: &str) {
-    if Scan::of(key).plain_key(key) {
+    if word_key(key).unwrap_or_else(|| Scan::of(key).plain_key(key)) {
         out.extend_from_slice(key.as_bytes());
     } else {
         write_double_quoted(out, key);
     }
+}
+
+/// Whether a field name made of ASCII letters and digits after a letter
+/// (`apiVersion`, `containerPort`: all of Kubernetes') is a plain key, without
+/// a scan: it holds nothing [`Scan::of`] looks for and its edges are plain,
+/// so only [`ambiguous`] can say no (`on`, `No`, `null`). `None` for any
+/// other key.
+fn word_key(key: &str) -> Option<bool> {
+    let b = key.as_bytes();
+    (b.first().is_some_and(u8::is_ascii_alphabetic) && b.iter().all(u8::is_ascii_alphanumeric))
+        .then(|| !ambiguous(key, false))
 }
 
 /// Serializes a mapping key: a scalar, as text.
@@ -1326,4 +1337,59 @@ fn write_double_quoted(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&b[plain_from..]);
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for field names answers what the scan does, for every
+    /// word of up to three characters and for YAML's reserved words in
+    /// every case.
+    #[test]
+    fn a_word_key_is_classified_as_the_scan_classifies_it() {
+        let chars: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+        let mut words: Vec<String> = Vec::new();
+        for &a in &chars {
+            words.push(a.to_string());
+            for &b in &chars {
+                words.push(format!("{a}{b}"));
+                for &c in ['a', 'N', 'o', 'l', 'E', 's', 'f', '1', 'x'].iter() {
+                    words.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        for w in [
+            "null",
+            "true",
+            "false",
+            "yes",
+            "no",
+            "on",
+            "off",
+            "y",
+            "n",
+            "nan",
+            "inf",
+            "apiVersion",
+        ] {
+            words.push(w.to_owned());
+            words.push(w.to_uppercase());
+            let mut title = w.to_owned();
+            title[..1].make_ascii_uppercase();
+            words.push(title);
+        }
+        let mut checked = 0;
+        for w in &words {
+            if let Some(plain) = word_key(w) {
+                assert_eq!(plain, Scan::of(w).plain_key(w), "{w}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 30_000, "{checked}");
+        assert_eq!(word_key("on"), Some(false));
+        assert_eq!(word_key("containerPort"), Some(true));
+        assert_eq!(word_key("1x"), None);
+        assert_eq!(word_key("a-b"), None);
+    }
 }
