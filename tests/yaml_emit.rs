@@ -708,3 +708,77 @@ fn a_literal_block_led_by_a_tab_gets_an_indentation_indicator() {
         }
     }
 }
+
+/// Whether a line of YAML opens a folded block scalar (`>`, `>-`, `>+`,
+/// with or without an indentation indicator) as a value or list item.
+fn opens_folded_block(line: &str) -> bool {
+    let line = line.trim_end();
+    let Some(at) = line.rfind(": >").map(|i| i + 2).or_else(|| {
+        let item = line.trim_start();
+        item.starts_with("- >").then(|| line.len() - item.len() + 2)
+    }) else {
+        return false;
+    };
+    line[at + 1..]
+        .chars()
+        .all(|c| c == '-' || c == '+' || c.is_ascii_digit())
+}
+
+/// A long single-line string stays one line at any length and depth (a
+/// diff of one host more is a one-line change); a string with line
+/// breaks is a literal block. Both read back as the same string, by
+/// serde-saphyr and by PyYAML.
+#[test]
+fn long_strings_are_one_line_and_multi_line_strings_literal_blocks() {
+    // A shell command of 300 characters: words and spaces.
+    let words = "python /app/train.py --worker_hosts=w-0.ml.svc:2222,w-1.ml.svc:2222 --lr=0.1 ";
+    let prefix = |len: usize| words.chars().cycle().take(len).collect::<String>();
+    let long = prefix(299) + "x";
+    assert_eq!(long.chars().count(), 300);
+    assert!(long.contains(' ') && !long.starts_with(' ') && !long.ends_with(' '));
+    let lines = format!("set -e\n{long}\n  indented: {{x}}\n# not a comment\nlast");
+    assert_eq!(lines.lines().count(), 5);
+    let v = json!({
+        "long": long,
+        "lines": lines,
+        "lines_nl": format!("{lines}\n"),
+        "deep": {"a": [{"b": [long, lines]}]},
+    });
+    let y =
+        String::from_utf8(trainc::emit::to_yaml(&trainc::emit::header(None), &v).unwrap()).unwrap();
+    assert!(y.contains(&format!("\nlong: {long}\n")), "{y}");
+    assert!(y.contains(&format!("\n    - {long}\n")), "{y}");
+    assert!(y.contains("\nlines: |-\n  set -e\n"), "{y}");
+    assert!(y.contains("\nlines_nl: |\n  set -e\n"), "{y}");
+    assert!(
+        y.contains(&format!("\n    - |-\n      set -e\n      {long}\n")),
+        "{y}"
+    );
+    assert!(!y.lines().any(opens_folded_block), "{y}");
+    let back: serde_json::Value = serde_saphyr::from_str(&y).unwrap();
+    assert_eq!(back, v, "{y}");
+    if let Some(python) = common::pyyaml() {
+        assert_eq!(pyyaml_read(&python, std::slice::from_ref(&y)), [v], "{y}");
+    }
+
+    // Past every width a wrap could have (serde-saphyr folds past 80 by
+    // default), at every indentation.
+    for len in (60..=320).step_by(7) {
+        let s = prefix(len).trim().to_owned();
+        let v = json!({"k": s, "l": [[s]], "m": {"n": {"o": s}}});
+        let y = String::from_utf8(trainc::emit::to_yaml("", &v).unwrap()).unwrap();
+        assert_eq!(y.lines().count(), 6, "{y}");
+        assert!(y.lines().all(|l| !opens_folded_block(l)), "{y}");
+        assert_eq!(serde_saphyr::from_str::<serde_json::Value>(&y).unwrap(), v);
+    }
+}
+
+#[test]
+fn folded_block_openers_are_recognised() {
+    for l in ["a: >", "a: >-", "  a: >+", "- >-", "    - >2-", "  - a: >"] {
+        assert!(opens_folded_block(l), "{l}");
+    }
+    for l in ["a: '>'", "a: x > y", "- --x>1", "a: |-", "- |", "a: >x"] {
+        assert!(!opens_folded_block(l), "{l}");
+    }
+}
