@@ -460,6 +460,30 @@ fn has_tab_led_lines(v: &Value) -> bool {
     }
 }
 
+/// Whether `v` holds a string led by `---` and something other than white
+/// space (`---x`): the emitter quotes it, serde-saphyr does not (see
+/// [`a_string_led_by_three_dashes_never_starts_a_line`]).
+fn has_dash_led_strings(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s
+            .strip_prefix("---")
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| !c.is_ascii_whitespace()),
+        Value::Array(a) => a.iter().any(has_dash_led_strings),
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            has_dash_led_strings(&Value::String(k.clone())) || has_dash_led_strings(v)
+        }),
+        _ => false,
+    }
+}
+
+/// What the Kubernetes multi-document splitter (apimachinery's
+/// `YAMLReader`, used by `kubectl apply -f` and Helm) takes for a document
+/// separator or rejects as a broken one: any line that starts with `---`.
+fn splits(yaml: &str) -> bool {
+    yaml.lines().any(|l| l.starts_with("---"))
+}
+
 /// `yaml` without the indentation indicators of its block scalars' headers.
 fn without_indicators(yaml: &str) -> String {
     yaml.replace("|2-\n", "|-\n")
@@ -479,6 +503,7 @@ fn cases(default: usize) -> usize {
 fn random_documents_match_serde_saphyr_byte_for_byte_and_read_back() {
     for (i, v) in documents(cases(4000)).iter().enumerate() {
         let y = ours(v);
+        assert!(!splits(&y), "document {i}\n{y}");
         let theirs = saphyr(v);
         let (a, b) = if has_tab_led_lines(v) {
             (without_indicators(&y), without_indicators(&theirs))
@@ -486,7 +511,7 @@ fn random_documents_match_serde_saphyr_byte_for_byte_and_read_back() {
             (y.clone(), theirs.clone())
         };
         assert!(
-            a == b,
+            a == b || has_dash_led_strings(v),
             "document {i}: {}\n{v:#}\n--- ours\n{y}--- serde-saphyr\n{theirs}",
             first_difference(&a, &b)
         );
@@ -505,7 +530,8 @@ fn every_word_matches_and_reads_back() {
             "m": {"n": {*w: {"o": w}}},
         });
         let y = ours(&v);
-        if !has_tab_led_lines(&v) {
+        assert!(!splits(&y), "{w:?}\n{y}");
+        if !has_tab_led_lines(&v) && !has_dash_led_strings(&v) {
             assert_eq!(y, saphyr(&v), "{w:?}");
         }
         assert_eq!(
@@ -780,5 +806,61 @@ fn folded_block_openers_are_recognised() {
     }
     for l in ["a: '>'", "a: x > y", "- --x>1", "a: |-", "- |", "a: >x"] {
         assert!(!opens_folded_block(l), "{l}");
+    }
+}
+
+/// A string led by `---` is quoted wherever it goes: a root key written
+/// plain would start a line with `---`, which the Kubernetes splitter takes
+/// for a document separator (`---#x: 1` would be split in two) or refuses
+/// (`---x: 1`, "invalid Yaml document separator"), though YAML readers take
+/// it for text.
+#[test]
+fn a_string_led_by_three_dashes_never_starts_a_line() {
+    let v = json!({"---x": "---x", "---#x": ["---#x"], "---": "--- x", "...x": "---\tx"});
+    let y = ours(&v);
+    assert!(!splits(&y), "{y}");
+    assert!(y.contains("\"---x\": \"---x\"\n"), "{y}");
+    assert!(y.contains("\"---#x\":\n- \"---#x\"\n"), "{y}");
+    // Not a marker, so plain as before.
+    assert!(y.contains("\n...x: "), "{y}");
+    assert_eq!(serde_saphyr::from_str::<Value>(&y).unwrap(), v, "{y}");
+    if let Some(python) = common::pyyaml() {
+        assert_eq!(pyyaml_read(&python, std::slice::from_ref(&y)), [v], "{y}");
+    }
+}
+
+/// A variant label past YAML's 1,024-character limit for an implicit key
+/// is an explicit `? label` entry, as a long mapping key is, at the root,
+/// as a mapping value and as a sequence item.
+#[test]
+fn a_long_variant_label_is_an_explicit_key() {
+    struct Labelled(&'static str, Value);
+    impl Serialize for Labelled {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_newtype_variant("Labelled", 0, self.0, &self.1)
+        }
+    }
+    let label: &'static str = Box::leak("v".repeat(1100).into_boxed_str());
+    let inner = json!({"a": [1, "b"]});
+    for (shape, expect) in [
+        (json!(null), json!({label: inner})),
+        (json!({"k": null}), json!({"k": {label: inner}})),
+        (json!([null]), json!([{label: inner}])),
+    ] {
+        // The variant where `shape` holds a null.
+        let y = match &shape {
+            Value::Null => ours(&Labelled(label, inner.clone())),
+            Value::Object(_) => ours(&BTreeMap::from([("k", Labelled(label, inner.clone()))])),
+            _ => ours(&[Labelled(label, inner.clone())]),
+        };
+        assert!(y.contains(&format!("? {label}\n")), "{y}");
+        assert_eq!(serde_saphyr::from_str::<Value>(&y).unwrap(), expect, "{y}");
+        if let Some(python) = common::pyyaml() {
+            assert_eq!(
+                pyyaml_read(&python, std::slice::from_ref(&y)),
+                [expect],
+                "{y}"
+            );
+        }
     }
 }

@@ -11,11 +11,17 @@
 //! straight into the output, where the general serializer allocated and
 //! rescanned every scalar and key.
 //!
-//! One departure: a literal block whose first non-empty line starts with a
-//! tab gets an indentation indicator (`|2-`), as one led by spaces does.
-//! serde-saphyr writes `|-`, valid YAML 1.2 that libyaml and the Go YAML
-//! parsers (kubectl, kustomize, Argo CD) reject ("found a tab character
-//! where an indentation space is expected").
+//! Two departures, for readers serde-saphyr's output fails:
+//! - a literal block whose first non-empty line starts with a tab gets an
+//!   indentation indicator (`|2-`), as one led by spaces does. serde-saphyr
+//!   writes `|-`, valid YAML 1.2 that libyaml and the Go YAML parsers
+//!   (kubectl, kustomize, Argo CD) reject ("found a tab character where an
+//!   indentation space is expected");
+//! - a string that starts with `---` is quoted, where serde-saphyr writes
+//!   `---x` plain: at the start of a line (a root key) the Kubernetes
+//!   multi-document splitter (`kubectl apply -f`, Helm) takes any `---` for
+//!   a document separator and rejects the line, or, with `---#x`, splits
+//!   the document in two.
 //!
 //! The layout, for indentation 2:
 //! - a mapping value that is a scalar follows `key: `; a non-empty mapping
@@ -31,10 +37,12 @@
 //! - other strings are plain unless a YAML 1.2 *or* 1.1 reader would take
 //!   them for something else (`yes`, `0o17`, `1:20`, `2001-01-01`, `~`) or
 //!   their text would not survive as a plain scalar; then they are double
-//!   quoted with YAML escapes (`.`, `#` and `-` alone are single-quoted).
-//!   Keys are quoted more eagerly: any `:` or flow indicator.
-//! - a key longer than 1,024 characters, past YAML's limit for an implicit
-//!   key, is written as an explicit `? key` / `: value` entry.
+//!   quoted with YAML escapes (values `.`, `#` and `-` alone are
+//!   single-quoted, keys double-quoted like the rest). Keys are quoted more
+//!   eagerly: any `:` or flow indicator.
+//! - a key (a variant label too) whose text as written, quotes and escapes
+//!   included, is longer than 1,024 characters, past YAML's limit for an
+//!   implicit key, is written as an explicit `? key` / `: value` entry.
 //!
 //! Not written (an error, where serde-saphyr writes tags, complex keys or
 //! flow collections that trainc never produces): enum variants with more
@@ -413,12 +421,10 @@ impl<'a> ser::Serializer for Node<'a> {
                 (col + INDENT, true)
             }
         };
+        let at = out.len();
         write_key_str(out, variant);
-        out.push(b':');
-        value.serialize(Node {
-            out,
-            slot: Slot::Value { col, compact },
-        })
+        let slot = close_key(out, at, col, compact);
+        value.serialize(Node { out, slot })
     }
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Seq<'a>> {
@@ -624,23 +630,7 @@ impl Map<'_> {
     /// After the key's text (written from `at`): `:`, or, past the length
     /// of an implicit key, the explicit form.
     fn close_key(&mut self, at: usize) {
-        let text = &self.out[at..];
-        let long = text.len() > SIMPLE_KEY_MAX
-            && std::str::from_utf8(text).map_or(true, |t| t.chars().count() > SIMPLE_KEY_MAX);
-        if long {
-            self.out.insert(at, b' ');
-            self.out.insert(at, b'?');
-            self.out.push(b'\n');
-            indent(self.out, self.col);
-            self.out.push(b':');
-            self.value = Some(Slot::Explicit { col: self.col });
-        } else {
-            self.out.push(b':');
-            self.value = Some(Slot::Value {
-                col: self.col,
-                compact: true,
-            });
-        }
+        self.value = Some(close_key(self.out, at, self.col, true));
     }
 
     fn write_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
@@ -696,6 +686,26 @@ impl ser::SerializeStruct for Map<'_> {
     }
 }
 
+/// Ends the key written at `at` (its column `col`): `key:`, or, past the
+/// length YAML allows an implicit key, `? key` with the `:` on a line of
+/// its own. Returns where the value goes.
+fn close_key(out: &mut Vec<u8>, at: usize, col: usize, compact: bool) -> Slot {
+    let text = &out[at..];
+    let long = text.len() > SIMPLE_KEY_MAX
+        && std::str::from_utf8(text).map_or(true, |t| t.chars().count() > SIMPLE_KEY_MAX);
+    if long {
+        out.insert(at, b' ');
+        out.insert(at, b'?');
+        out.push(b'\n');
+        indent(out, col);
+        out.push(b':');
+        Slot::Explicit { col }
+    } else {
+        out.push(b':');
+        Slot::Value { col, compact }
+    }
+}
+
 fn write_key_str(out: &mut Vec<u8>, key: &str) {
     if word_key(key).unwrap_or_else(|| Scan::of(key).plain_key(key)) {
         out.extend_from_slice(key.as_bytes());
@@ -712,7 +722,7 @@ fn write_key_str(out: &mut Vec<u8>, key: &str) {
 fn word_key(key: &str) -> Option<bool> {
     let b = key.as_bytes();
     (b.first().is_some_and(u8::is_ascii_alphabetic) && b.iter().all(u8::is_ascii_alphanumeric))
-        .then(|| !ambiguous(key, false))
+        .then(|| !ambiguous(key))
 }
 
 /// Serializes a mapping key: a scalar, as text.
@@ -997,7 +1007,7 @@ impl Scan {
         let unsafe_text = self.escape || self.comment || self.colon_space;
         // `x:` would be a key.
         let key_like = self.colon && s.trim_end().ends_with(':');
-        !unsafe_text && !key_like && plain_edges(s) && !ambiguous(s, false)
+        !unsafe_text && !key_like && plain_edges(s) && !ambiguous(s)
     }
 
     /// Whether `s` reads back as itself written plain as a mapping key, in
@@ -1008,9 +1018,7 @@ impl Scan {
             && !self.colon
             && !self.flow
             && plain_edges(s)
-            // And not `ambiguous(s, true)`, which serde-saphyr also checks
-            // for keys: whatever YAML 1.2 resolves, YAML 1.1 does too.
-            && !ambiguous(s, false)
+            && !ambiguous(s)
     }
 }
 
@@ -1030,8 +1038,11 @@ fn plain_edges(s: &str) -> bool {
         | b'\'' | b'"' | b'%' | b'@' | b'`' => return false,
         _ => {}
     }
-    !(b.starts_with(b"---") || b.starts_with(b"..."))
-        || b.get(3).is_some_and(|c| !c.is_ascii_whitespace())
+    // A line that starts with `---` ends the document for the Kubernetes
+    // splitter (`kubectl apply -f`, Helm, Argo CD), whatever follows: quoted,
+    // even where a YAML reader would take `---x` for text.
+    !b.starts_with(b"---")
+        && (!b.starts_with(b"...") || b.get(3).is_some_and(|c| !c.is_ascii_whitespace()))
 }
 
 fn needs_escape(c: char) -> bool {
@@ -1050,21 +1061,21 @@ fn block_char(c: char) -> bool {
 }
 
 /// Whether a reader resolving plain scalars could read `s` as something
-/// other than this string (or reject it): null, a boolean, a number, and,
-/// unless `yaml_12`, YAML 1.1's booleans (`yes`, `on`, `y`), sexagesimals,
-/// timestamps and the merge and value keys. Only asked about strings
+/// other than this string (or reject it): null, a boolean, a number, in
+/// YAML 1.2 or in YAML 1.1, whose booleans (`yes`, `on`, `y`),
+/// sexagesimals, timestamps and merge and value keys are more. Only asked about strings
 /// without white space at their ends ([`plain_edges`] rules those out), so
 /// it does not trim as YAML 1.1 readers do before matching a boolean.
-fn ambiguous(s: &str, yaml_12: bool) -> bool {
+fn ambiguous(s: &str) -> bool {
     let b = s.as_bytes();
     let Some(&first) = b.first() else {
         return true;
     };
     if first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.' | b'_') {
-        if numeric(s, yaml_12) {
+        if numeric(s) {
             return true;
         }
-        if !yaml_12 && yaml_11_timestamp(b) {
+        if yaml_11_timestamp(b) {
             return true;
         }
     }
@@ -1082,7 +1093,7 @@ fn ambiguous(s: &str, yaml_12: bool) -> bool {
     if WORDS.iter().any(|w| s.eq_ignore_ascii_case(w)) {
         return true;
     }
-    !yaml_12 && (yaml_11_bool(s) || s == "<<" || s == "=")
+    yaml_11_bool(s) || s == "<<" || s == "="
 }
 
 fn yaml_11_bool(s: &str) -> bool {
@@ -1095,9 +1106,9 @@ fn strip_sign(s: &str) -> &str {
     s.strip_prefix(['+', '-']).unwrap_or(s)
 }
 
-/// Whether `s` has the syntax of a number (no value is constructed: one
-/// that overflows is still a number to a resolver).
-fn numeric(s: &str, yaml_12: bool) -> bool {
+/// Whether `s` has the syntax of a number, in YAML 1.2 or 1.1 (no value is
+/// constructed: one that overflows is still a number to a resolver).
+fn numeric(s: &str) -> bool {
     let unsigned = strip_sign(s);
     // Every spelling below starts, past one sign, with a digit, `.` or `_`
     // (command-line flags, `--x_y`, are common and stop here).
@@ -1111,19 +1122,17 @@ fn numeric(s: &str, yaml_12: bool) -> bool {
     if unsigned.eq_ignore_ascii_case(".inf") || unsigned.eq_ignore_ascii_case(".nan") {
         return true;
     }
-    if !yaml_12 {
-        if yaml_11_sexagesimal(s) {
-            return true;
-        }
-        if let Some((radix, digits)) = radix_prefix(unsigned)
-            && digit_run(digits, radix, false)
-        {
-            return true;
-        }
+    if yaml_11_sexagesimal(s) {
+        return true;
+    }
+    if let Some((radix, digits)) = radix_prefix(unsigned)
+        && digit_run(digits, radix, false)
+    {
+        return true;
     }
     // Some YAML 1.1 readers drop every `_` before resolving.
     let without_underscores;
-    let s = if !yaml_12 && s.contains('_') {
+    let s = if s.contains('_') {
         without_underscores = s.replace('_', "");
         without_underscores.as_str()
     } else {
@@ -1132,7 +1141,7 @@ fn numeric(s: &str, yaml_12: bool) -> bool {
     let unsigned = strip_sign(s);
     if let Some((radix, digits)) = radix_prefix(unsigned) {
         // And some accept a sign after a lowercase `0b`/`0o`.
-        let digits = if !yaml_12 && (s.starts_with("0b") || s.starts_with("0o")) {
+        let digits = if s.starts_with("0b") || s.starts_with("0o") {
             strip_sign(digits)
         } else {
             digits
@@ -1150,16 +1159,11 @@ fn numeric(s: &str, yaml_12: bool) -> bool {
     };
     match mantissa.split_once('.') {
         None => digit_run(mantissa, 10, true),
+        // Looser than YAML 1.2 (`1.`, dots in the fraction): a string
+        // quoted for nothing costs two quotes, one read as a number its value.
         Some((whole, fraction)) => {
-            if !whole.is_empty() && !digit_run(whole, 10, true) {
-                false
-            } else if !yaml_12 {
-                fraction.bytes().all(|c| c.is_ascii_digit() || c == b'.')
-            } else if fraction.is_empty() {
-                !whole.is_empty()
-            } else {
-                digit_run(fraction, 10, true)
-            }
+            (whole.is_empty() || digit_run(whole, 10, true))
+                && fraction.bytes().all(|c| c.is_ascii_digit() || c == b'.')
         }
     }
 }
