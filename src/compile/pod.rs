@@ -419,6 +419,11 @@ pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch:
     let mut mounts = storage::mounts(job, role.kind);
     let mut volumes = storage::pod_volumes(job, role.kind);
     let (scratch_volumes, scratch_mounts) = security::scratch();
+    // A `Volume` is over a kilobyte, so a `Vec` of them starts with room for
+    // one: room for the scratch, cluster-spec and shared-memory volumes at
+    // once, rather than a copy of the whole list at each of their pushes.
+    volumes.reserve_exact(scratch_volumes.len() + 2);
+    mounts.reserve_exact(scratch_mounts.len() + 2);
     mounts.extend(scratch_mounts);
     volumes.extend(scratch_volumes);
     if let Program::Tensorflow { config_map, .. } = p.program {
