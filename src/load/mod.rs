@@ -1,5 +1,6 @@
 //! Stage 1: files and directories → YAML documents that remember their source.
 
+mod events;
 mod node;
 pub mod project;
 
@@ -261,6 +262,30 @@ fn options() -> serde_saphyr::Options {
 
 /// Parses every document of `file`.
 pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
+    let read = match events::parse(&file.text) {
+        Some(read) => read,
+        None => parse_with_saphyr(file)?,
+    };
+    let docs: Vec<Document> = read
+        .into_iter()
+        .map(|(value, spans)| Document {
+            file: Arc::clone(file),
+            value,
+            spans,
+            patched: Vec::new(),
+        })
+        .collect();
+    for doc in &docs {
+        if let Some(d) = long_string(doc) {
+            return Err(d);
+        }
+    }
+    Ok(docs)
+}
+
+/// Every document of `file` as serde-saphyr reads it: what [`events`] does
+/// not read itself, and every error, with serde-saphyr's message.
+fn parse_with_saphyr(file: &Arc<SourceFile>) -> Result<Vec<(Value, SpanIndex)>, Diagnostic> {
     let roots: Vec<Spanned<node::Node>> = serde_saphyr::from_multiple_with_options(
         &file.text,
         options(),
@@ -290,25 +315,14 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
             .at(pos.map(|p| Location::new(file, p)))
             .hint(hint)
     })?;
-    let docs: Vec<Document> = roots
+    Ok(roots
         .into_iter()
         .map(|root| {
             let mut spans = SpanIndex::default();
             let value = node::into_json(root, &mut spans);
-            Document {
-                file: Arc::clone(file),
-                value,
-                spans,
-                patched: Vec::new(),
-            }
+            (value, spans)
         })
-        .collect();
-    for doc in &docs {
-        if let Some(d) = long_string(doc) {
-            return Err(d);
-        }
-    }
-    Ok(docs)
+        .collect())
 }
 
 /// The first string (value or mapping key) longer than [`MAX_STRING_BYTES`],

@@ -150,12 +150,16 @@ pub struct NodePos {
 }
 
 /// JSON pointer (`/spec/roles/worker/replicas`) → position of that node.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SpanIndex {
     map: HashMap<String, NodePos>,
 }
 
 impl SpanIndex {
+    pub(super) fn insert(&mut self, pointer: String, pos: NodePos) {
+        self.map.insert(pointer, pos);
+    }
+
     pub fn get(&self, pointer: &str) -> Option<NodePos> {
         self.map.get(pointer).copied()
     }
@@ -290,7 +294,7 @@ fn convert(node: Node, pointer: &mut String, index: &mut SpanIndex) -> Value {
 }
 
 /// [`pointer_segment`], appended to `pointer`.
-fn push_segment(pointer: &mut String, key: &str) {
+pub(super) fn push_segment(pointer: &mut String, key: &str) {
     for c in key.chars() {
         match c {
             '~' => pointer.push_str("~0"),
