@@ -28,6 +28,9 @@ use crate::source::Pos;
 const MAX_BYTES: usize = 1 << 20;
 const MAX_DEPTH: usize = super::MAX_DEPTH / 2;
 const MAX_DOCUMENTS: usize = 100;
+/// Nodes of all documents: well under serde-saphyr's `max_nodes` (250,000),
+/// which a megabyte of `[1,1,…]` would pass.
+const MAX_NODES: usize = 50_000;
 
 /// The documents of `text` with their span indexes, or `None` when
 /// serde-saphyr must read it.
@@ -48,6 +51,7 @@ pub(super) fn parse(text: &str) -> Option<Vec<(Value, SpanIndex)>> {
         return None;
     }
     let mut docs = Vec::new();
+    let mut nodes = 0;
     loop {
         match next()?.0 {
             Event::StreamEnd => return Some(docs),
@@ -69,8 +73,10 @@ pub(super) fn parse(text: &str) -> Option<Vec<(Value, SpanIndex)>> {
             next: &mut next,
             index: &mut index,
             pointer: String::new(),
+            nodes,
         };
         let value = reader.node(first, 0)?;
+        nodes = reader.nodes;
         if !matches!(next()?.0, Event::DocumentEnd) {
             return None;
         }
@@ -83,11 +89,17 @@ struct Reader<'a, F> {
     index: &'a mut SpanIndex,
     /// The JSON pointer of the node being read.
     pointer: String,
+    /// Nodes read so far, in every document.
+    nodes: usize,
 }
 
 impl<'input, F: FnMut() -> Option<(Event<'input>, Span)>> Reader<'_, F> {
     /// The node that `first` starts, its position already indexed.
     fn node(&mut self, first: Event<'input>, depth: usize) -> Option<Value> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return None;
+        }
         match first {
             Event::Scalar(text, style, 0, None) => scalar(&text, style),
             Event::SequenceStart(_, 0, None) if depth < MAX_DEPTH => self.sequence(depth + 1),
