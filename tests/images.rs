@@ -18,6 +18,12 @@ fn image(dir: &Path) -> String {
         .to_owned()
 }
 
+/// Points the project at a library directory `lib`.
+fn use_library(dir: &Path) {
+    let project = fs::read_to_string(dir.join("trainc.yaml")).expect("read");
+    fs::write(dir.join("trainc.yaml"), format!("{project}library: lib\n")).expect("write");
+}
+
 #[test]
 fn the_build_writes_a_dockerfile_and_a_bake_file_outside_the_manifests() {
     let dir = scratch_example("mnist");
@@ -164,12 +170,7 @@ fn without_gpus_the_cpu_base_image_and_a_project_library_override_the_builtins()
         "{{ header }}\nFROM {{ base_image }}\nCOPY . {{ workdir }}\n",
     )
     .expect("write");
-    let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
-    fs::write(
-        dir.path().join("trainc.yaml"),
-        format!("{project}library: lib\n"),
-    )
-    .expect("write");
+    use_library(dir.path());
     let o = run(dir.path(), &["build"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dockerfile =
@@ -259,11 +260,7 @@ fn build_specs_that_could_never_settle_are_refused() {
         "FROM {{ base_image }}\n",
     )
     .expect("write");
-    fs::write(
-        dir.path().join("trainc.yaml"),
-        format!("{project}library: lib\n"),
-    )
-    .expect("write");
+    use_library(dir.path());
     let o = run(dir.path(), &["validate"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -288,12 +285,7 @@ fn every_rendering_of_a_shared_template_has_its_own_fuel() {
         mnist.replace("name: mnist\n", "name: mnist-two\n"),
     )
     .expect("write");
-    let project = fs::read_to_string(dir.path().join("trainc.yaml")).expect("read");
-    fs::write(
-        dir.path().join("trainc.yaml"),
-        format!("{project}library: lib\n"),
-    )
-    .expect("write");
+    use_library(dir.path());
     fs::create_dir_all(dir.path().join("lib/templates")).expect("mkdir");
     let builtin = fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("library/templates/Dockerfile.j2"),

@@ -15,6 +15,10 @@
 //! PyYAML part is skipped without it unless `TRAINC_REQUIRE_TOOLS` is set.
 
 mod common;
+// The fuzz suite's generator: the same sequence on every machine.
+#[allow(dead_code)]
+#[path = "fuzz/rng.rs"]
+mod rng;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,6 +26,8 @@ use std::process::{Command, Stdio};
 
 use serde::Serialize;
 use serde_json::{Map, Number, Value, json};
+
+use rng::Rng;
 
 /// The emitter's output for `v`, without a header.
 fn ours<T: Serialize + ?Sized>(v: &T) -> String {
@@ -37,31 +43,6 @@ fn saphyr<T: Serialize>(v: &T) -> String {
     o.prefer_block_scalars = true;
     o.folded_wrap_chars = usize::MAX;
     serde_saphyr::to_string_with_options(v, o).expect("serde-saphyr serializes")
-}
-
-/// SplitMix64: small, seeded, the same sequence on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
 }
 
 /// Whole strings some reader resolves to something else, or that are
@@ -365,9 +346,9 @@ fn scalar(rng: &mut Rng) -> Value {
     match rng.below(10) {
         0 => Value::Null,
         1 => Value::Bool(rng.chance(50)),
-        2 => json!(rng.next() as i64),
+        2 => json!(rng.next_u64() as i64),
         3 => json!(rng.below(100) as i64 - 50),
-        4 => json!(rng.next()),
+        4 => json!(rng.next_u64()),
         5 => {
             let f = *rng.pick(&[
                 0.0,
@@ -417,7 +398,7 @@ fn documents(count: usize) -> Vec<Value> {
     let seed = std::env::var("TRAINC_YAML_FUZZ_SEED")
         .ok()
         .and_then(|n| n.parse().ok());
-    let mut rng = Rng(seed.unwrap_or(0x7472_6169_6E63));
+    let mut rng = Rng::new(seed.unwrap_or(0x7472_6169_6E63));
     (0..count)
         .map(|i| match i % 20 {
             0 => value(&mut rng, 3),
