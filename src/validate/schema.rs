@@ -32,7 +32,7 @@ pub static TRAINING_JOB: LazyLock<Schema> =
 /// for every other definition: the pod template is most of the schema and
 /// of the time it takes to compile (a few milliseconds at every start).
 static TRAINING_JOB_LEAN: LazyLock<Schema> =
-    LazyLock::new(|| Schema::new(lean(parse(TRAINING_JOB_SCHEMA))));
+    LazyLock::new(|| Schema::new(lean(TRAINING_JOB_SCHEMA)));
 pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(parse(PROJECT_SCHEMA)));
 
 /// Compiles the schema most definitions are checked against, so that it
@@ -52,30 +52,70 @@ fn parse(text: &str) -> Value {
     serde_json::from_str(text).expect("embedded schema is JSON")
 }
 
-/// `schema` without the Kubernetes definitions; what referred to them
-/// accepts anything.
-fn lean(mut schema: Value) -> Value {
-    fn cut(v: &mut Value) {
+/// The schema in `text` without the Kubernetes definitions; what referred
+/// to them accepts anything. They are skipped as they are read, not parsed:
+/// they are nine tenths of its bytes, and an edit's build reads it first.
+fn lean(text: &str) -> Value {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde_json::Map;
+
+    /// An object; with `defs`, the `$defs` object, whose Kubernetes
+    /// definitions are skipped.
+    struct Object {
+        defs: bool,
+    }
+    impl<'de> Visitor<'de> for Object {
+        type Value = Map<String, Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = m.next_key::<String>()? {
+                if self.defs && key.starts_with(KUBERNETES) {
+                    m.next_value::<IgnoredAny>()?;
+                } else if !self.defs && key == "$defs" {
+                    out.insert(
+                        key,
+                        Value::Object(m.next_value_seed(Object { defs: true })?),
+                    );
+                } else {
+                    out.insert(key, m.next_value()?);
+                }
+            }
+            Ok(out)
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Object {
+        type Value = Map<String, Value>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    fn cut(v: &mut Value, prefix: &str) {
         match v {
             Value::Object(o) => {
                 let refers = o
                     .get("$ref")
                     .and_then(Value::as_str)
-                    .is_some_and(|r| r.starts_with(&format!("#/$defs/{KUBERNETES}")));
+                    .is_some_and(|r| r.starts_with(prefix));
                 if refers {
                     o.clear();
                 } else {
-                    o.values_mut().for_each(cut);
+                    o.values_mut().for_each(|v| cut(v, prefix));
                 }
             }
-            Value::Array(a) => a.iter_mut().for_each(cut),
+            Value::Array(a) => a.iter_mut().for_each(|v| cut(v, prefix)),
             _ => {}
         }
     }
-    if let Some(defs) = schema.get_mut("$defs").and_then(Value::as_object_mut) {
-        defs.retain(|name, _| !name.starts_with(KUBERNETES));
-    }
-    cut(&mut schema);
+    let mut d = serde_json::Deserializer::from_str(text);
+    #[allow(clippy::expect_used)]
+    let mut schema = Object { defs: false }
+        .deserialize(&mut d)
+        .and_then(|o| d.end().map(|()| Value::Object(o)))
+        .expect("embedded schema is JSON");
+    cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
     schema
 }
 
@@ -558,6 +598,40 @@ impl Kube {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lean schema, read skipping, is the whole one parsed and then
+    /// cut: its Kubernetes definitions gone, every object that refers to
+    /// one emptied, nothing else changed.
+    #[test]
+    fn the_lean_schema_is_the_whole_one_cut() {
+        fn cut(v: &mut Value) -> usize {
+            match v {
+                Value::Object(o) => {
+                    let refers = o
+                        .get("$ref")
+                        .and_then(Value::as_str)
+                        .is_some_and(|r| r.starts_with("#/$defs/io.k8s."));
+                    if refers {
+                        o.clear();
+                        1
+                    } else {
+                        o.values_mut().map(cut).sum()
+                    }
+                }
+                Value::Array(a) => a.iter_mut().map(cut).sum(),
+                _ => 0,
+            }
+        }
+        let mut whole = parse(TRAINING_JOB_SCHEMA);
+        let defs = whole["$defs"].as_object_mut().expect("$defs");
+        let all = defs.len();
+        defs.retain(|name, _| !name.starts_with("io.k8s."));
+        assert!(defs.len() < all && !defs.is_empty());
+        assert!(cut(&mut whole) > 0);
+        assert_eq!(TRAINING_JOB_LEAN.json, whole);
+        let text = serde_json::to_string(&TRAINING_JOB_LEAN.json).expect("json");
+        assert!(!text.contains("io.k8s."));
+    }
 
     #[test]
     fn embedded_schemas_are_valid_draft_2020_12() {
