@@ -276,7 +276,7 @@ pub const MAGIC: &[u8] = b"trainc build record\n";
 #[cfg(test)]
 pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
     let mut out = Vec::new();
-    let _ = write(record, files, &mut out);
+    let _ = write(record, files, &[], &mut out);
     out
 }
 
@@ -289,6 +289,7 @@ pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
 pub fn write(
     record: &Record,
     files: Option<&[u8]>,
+    reuse: &[Option<Reuse>],
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
     let entries: usize = record
@@ -310,13 +311,16 @@ pub fn write(
         main.usize(*n);
     }
     main.usize(record.outputs.len());
-    for (dir, entries) in &record.outputs {
+    for (i, (dir, entries)) in record.outputs.iter().enumerate() {
         main.bytes(dir.as_os_str().as_bytes());
         match entries {
             None => main.u8(0),
             Some(entries) => {
                 main.u8(1);
-                write_entries(&mut main, entries);
+                match reuse.get(i).and_then(Option::as_ref) {
+                    Some(r) => r.write(&mut main, entries),
+                    None => write_entries(&mut main, entries),
+                }
             }
         }
     }
@@ -421,19 +425,31 @@ pub fn format(bytes: &[u8]) -> Option<u32> {
 pub fn decode(bytes: &[u8]) -> Result<(Record, &[u8])> {
     let mut r = Reader::new(bytes.strip_prefix(MAGIC).ok_or(Damaged)?);
     let format = r.u32()?;
-    let mut main = Reader::new(read_section(&mut r)?);
+    let section = read_section(&mut r)?;
+    let mut main = Reader::new(section);
     let files = read_section(&mut r)?;
     if !r.is_empty() {
         return Err(Damaged);
     }
+    // Where `main` is in `bytes`: entries are located in the record itself.
+    let origin = section.as_ptr() as usize - bytes.as_ptr() as usize + section.len();
     let key = main.string()?;
     let contexts = serde_json::from_slice(main.bytes()?).map_err(|_| Damaged)?;
     let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
+    let mut spans = Vec::new();
     let outputs = main.list(|r| {
         let dir = path(r)?;
         let entries = match r.u8()? {
-            0 => None,
-            1 => Some(read_entries(r)?),
+            0 => {
+                spans.push(None);
+                None
+            }
+            1 => {
+                let mut at = Vec::new();
+                let entries = read_entries(r, |r| at.push(origin - r.buf.len()))?;
+                spans.push(Some(at));
+                Some(entries)
+            }
             _ => return Err(Damaged),
         };
         Ok((dir, entries))
@@ -447,6 +463,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Record, &[u8])> {
         contexts,
         dests,
         outputs,
+        spans,
         files: None,
     };
     Ok((record, files))
@@ -510,37 +527,93 @@ fn read_hash(r: &mut Reader) -> Result<String> {
     }
 }
 
-fn write_entries(w: &mut Writer, entries: &[Entry]) {
-    w.usize(entries.len());
-    let mut prev = "";
-    for e in entries {
-        w.str_after(prev, &e.path);
-        prev = &e.path;
-        let kind = match e.kind {
-            Kind::File => 0,
-            Kind::Dir => 1,
-            Kind::Symlink => 2,
-            Kind::Other => 3,
-        };
-        match &e.file {
-            None => w.u8(kind),
-            Some(f) => {
-                w.u8(kind | 4 | if f.racy { 8 } else { 0 });
-                w.uint(u128::from(f.sig.ino));
-                w.uint(u128::from(f.sig.size));
-                w.uint(u128::from(f.sig.mode));
-                w.int(f.sig.mtime);
-                w.int(f.sig.ctime);
-                write_hash(w, &f.hash);
-            }
+/// A directory's snapshot as the record it was read from holds it, to be
+/// copied into the next record but for the entries that changed. After
+/// one edit of 1,000 jobs, 13 of 19,000 entries change; encoding them all
+/// again was nearly half of what the edit cost above a no-op build, and it
+/// grew with the output, not with the edit.
+pub struct Reuse<'a> {
+    /// The record the snapshot was read from.
+    pub bytes: &'a [u8],
+    /// Where [`decode`] found each entry ([`Record`]'s `spans`): entry `i`
+    /// is `bytes[at[i]..at[i + 1]]`.
+    pub at: &'a [usize],
+    /// The entries changed since, in order: encoded again. Every other is
+    /// the one read, at the same place in the list, after the same path.
+    pub dirty: &'a [usize],
+}
+
+impl Reuse<'_> {
+    /// `entries` as [`write_entries`] writes them, copying what is clean.
+    fn write(&self, w: &mut Writer, entries: &[Entry]) {
+        let start = w.buf.len();
+        let fits = self.at.len() == entries.len() + 1
+            && self.at.is_sorted()
+            && self.at.last().is_some_and(|&end| end <= self.bytes.len())
+            && self.dirty.is_sorted_by(|a, b| a < b)
+            && self.dirty.last().is_none_or(|&i| i < entries.len());
+        if !fits {
+            return write_entries(w, entries);
+        }
+        w.usize(entries.len());
+        let mut from = 0;
+        for &i in self.dirty {
+            w.fixed(&self.bytes[self.at[from]..self.at[i]]);
+            let prev = i.checked_sub(1).map_or("", |p| entries[p].path.as_str());
+            write_entry(w, prev, &entries[i]);
+            from = i + 1;
+        }
+        w.fixed(&self.bytes[self.at[from]..self.at[entries.len()]]);
+        // The tests build in debug: every record they write this way is
+        // checked against the whole encoding.
+        if cfg!(debug_assertions) {
+            let mut whole = Writer::default();
+            write_entries(&mut whole, entries);
+            debug_assert!(w.buf[start..] == whole.buf[..], "a reused snapshot differs");
         }
     }
 }
 
-fn read_entries(r: &mut Reader) -> Result<Vec<Entry>> {
+fn write_entries(w: &mut Writer, entries: &[Entry]) {
+    w.usize(entries.len());
+    let mut prev = "";
+    for e in entries {
+        write_entry(w, prev, e);
+        prev = &e.path;
+    }
+}
+
+/// One entry, its path written as what it adds to `prev`, the path of the
+/// entry before it.
+fn write_entry(w: &mut Writer, prev: &str, e: &Entry) {
+    w.str_after(prev, &e.path);
+    let kind = match e.kind {
+        Kind::File => 0,
+        Kind::Dir => 1,
+        Kind::Symlink => 2,
+        Kind::Other => 3,
+    };
+    match &e.file {
+        None => w.u8(kind),
+        Some(f) => {
+            w.u8(kind | 4 | if f.racy { 8 } else { 0 });
+            w.uint(u128::from(f.sig.ino));
+            w.uint(u128::from(f.sig.size));
+            w.uint(u128::from(f.sig.mode));
+            w.int(f.sig.mtime);
+            w.int(f.sig.ctime);
+            write_hash(w, &f.hash);
+        }
+    }
+}
+
+/// The entries of a snapshot; `mark` is called before each and after the
+/// last, to say where they lie.
+fn read_entries(r: &mut Reader, mut mark: impl FnMut(&Reader)) -> Result<Vec<Entry>> {
     let n = r.count()?;
     let mut out: Vec<Entry> = Vec::with_capacity(n);
     for _ in 0..n {
+        mark(r);
         let path = r.string_after(out.last().map_or("", |e| e.path.as_str()))?;
         let flags = r.u8()?;
         let kind = match flags & 3 {
@@ -566,6 +639,7 @@ fn read_entries(r: &mut Reader) -> Result<Vec<Entry>> {
         };
         out.push(Entry { path, kind, file });
     }
+    mark(r);
     Ok(out)
 }
 
@@ -932,6 +1006,7 @@ mod tests {
                 ),
                 ("/p/build".into(), None),
             ],
+            spans: Vec::new(),
             files: Some(Files {
                 global: "g".into(),
                 sources: vec![SourceRecord {
@@ -969,6 +1044,107 @@ mod tests {
         }
     }
 
+    /// A record written from the one it was read, its unchanged entries
+    /// copied, is byte for byte the record encoded whole: whichever
+    /// entries changed, the first, the last, runs of them or none.
+    #[test]
+    fn reused_entries_are_the_whole_encoding() {
+        let mut r = record();
+        let many: Vec<Entry> = (0..300u64)
+            .map(|i| Entry {
+                path: format!("ml/job-{:03}/file-{}.yaml", i / 7, i % 7),
+                kind: Kind::File,
+                file: Some(FileState {
+                    sig: Sig {
+                        ino: 1000 + i,
+                        size: 4000 + i,
+                        mode: 0o100644,
+                        mtime: 1_795_589_120_991_395_454 + i128::from(i),
+                        ctime: 1_795_589_120_991_395_454,
+                    },
+                    hash: format!("{:032x}", u128::from(i) * 0x9e37_79b9),
+                    racy: i % 5 == 0,
+                }),
+            })
+            .collect();
+        r.outputs.insert(0, ("/p/other".into(), Some(many)));
+        let bytes = encode(&r, None);
+        let (read, _) = decode(&bytes).unwrap();
+        assert_eq!(read.spans.len(), read.outputs.len());
+        assert!(read.spans[2].is_none());
+        let n = r.outputs[0].1.as_ref().unwrap().len();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % m as u64) as usize
+        };
+        let mut cases: Vec<Vec<usize>> = vec![vec![], vec![0], vec![n - 1], (0..n).collect()];
+        for _ in 0..50 {
+            let mut d: Vec<usize> = (0..next(12)).map(|_| next(n)).collect();
+            d.sort_unstable();
+            d.dedup();
+            cases.push(d);
+        }
+        for dirty in cases {
+            let mut now = read.outputs.clone();
+            let entries = now[0].1.as_mut().unwrap();
+            for &i in &dirty {
+                let f = entries[i].file.as_mut().unwrap();
+                f.sig.size += 1;
+                f.racy = !f.racy;
+                f.hash = format!("{:032x}", i + 7);
+            }
+            let mut then = read.outputs.clone();
+            std::mem::swap(&mut then, &mut now);
+            let write = Record {
+                outputs: then,
+                spans: Vec::new(),
+                files: None,
+                ..record()
+            };
+            let reuse: Vec<Option<Reuse>> = read
+                .spans
+                .iter()
+                .map(|at| {
+                    Some(Reuse {
+                        bytes: &bytes,
+                        at: at.as_deref()?,
+                        dirty: &dirty,
+                    })
+                })
+                .collect();
+            let mut out = Vec::new();
+            write_record(&write, &reuse, &mut out);
+            assert_eq!(out, encode(&write, None), "dirty {dirty:?}");
+        }
+        // Spans that do not fit the entries are not used.
+        let entries = read.outputs[0].1.as_deref().unwrap();
+        let at = read.spans[0].as_deref().unwrap();
+        for (at, dirty) in [
+            (&at[1..], &[][..]),
+            (at, &[3, 3][..]),
+            (at, &[5, 2][..]),
+            (at, &[n][..]),
+        ] {
+            let mut w = Writer::default();
+            Reuse {
+                bytes: &bytes,
+                at,
+                dirty,
+            }
+            .write(&mut w, entries);
+            let mut whole = Writer::default();
+            write_entries(&mut whole, entries);
+            assert_eq!(w.buf, whole.buf);
+        }
+    }
+
+    fn write_record(record: &Record, reuse: &[Option<Reuse>], out: &mut Vec<u8>) {
+        write(record, None, reuse, out).unwrap();
+    }
+
     #[test]
     fn a_record_round_trips() {
         let mut r = record();
@@ -983,6 +1159,11 @@ mod tests {
         for s in &mut back.files.as_mut().unwrap().sources {
             s.parts = decode_parts(&s.body.take().unwrap()).unwrap();
         }
+        // Where the entries lie: one span per entry, and the end.
+        assert_eq!(back.spans.len(), 2);
+        assert_eq!(back.spans[0].as_ref().map(Vec::len), Some(7));
+        assert_eq!(back.spans[1], None);
+        back.spans = Vec::new();
         assert_eq!(format!("{back:?}"), format!("{r:?}"));
         r.files = None;
         let bytes = encode(&r, None);

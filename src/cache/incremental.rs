@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
@@ -151,6 +152,25 @@ pub struct State {
     pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
     /// The key of the inputs, when it is known already.
     pub(super) key: Option<String>,
+    /// Of an incremental build that patches: the record it read, for the
+    /// directories found as that record says ([`super::codec::Reuse`]).
+    pub(super) base: Option<Base>,
+}
+
+/// A record read, where each directory's snapshot lies in it, and which
+/// entries of each have changed since it was read.
+#[derive(Default)]
+pub(super) struct Base {
+    pub bytes: Arc<Vec<u8>>,
+    pub spans: HashMap<PathBuf, Vec<usize>>,
+    pub moved: HashMap<PathBuf, Vec<usize>>,
+}
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dirs: Vec<&PathBuf> = self.spans.keys().collect();
+        write!(f, "Base({} bytes, {dirs:?})", self.bytes.len())
+    }
 }
 
 impl State {
@@ -178,6 +198,7 @@ impl State {
             hashes,
             walked: HashMap::new(),
             key: None,
+            base: None,
         }
     }
 }
@@ -349,6 +370,7 @@ pub(super) fn compile(
     inputs: super::Inputs,
     sets: &[Set],
     patch: bool,
+    bytes: &Arc<Vec<u8>>,
 ) -> Result<Incremental, String> {
     let super::Inputs {
         sources,
@@ -420,6 +442,16 @@ pub(super) fn compile(
         && removed.is_empty()
         && fresh.len() == was.len()
         && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
+    let base = same_places.then(|| Base {
+        bytes: Arc::clone(bytes),
+        spans: record
+            .outputs
+            .iter()
+            .zip(record.spans)
+            .filter_map(|((dir, _), at)| Some((dir.clone(), at?)))
+            .collect(),
+        moved: HashMap::new(),
+    });
     let (all, dests, extras, bytes, jobs) = if same_places {
         patched(req, sets, &mut compiled, record.outputs, kept, fresh, &was)?
     } else {
@@ -447,6 +479,7 @@ pub(super) fn compile(
             hashes: HashMap::new(),
             walked: HashMap::new(),
             key: Some(key),
+            base,
         },
         compiled: compiled_jobs,
         jobs,
@@ -1002,6 +1035,10 @@ pub fn plan(
             return patch(root, dest.recorded, write, &was, shown, unlisted, state);
         }
     };
+    // What the walk records is not the record's list.
+    if let Some(base) = &mut state.base {
+        base.spans.remove(&root);
+    }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
         root: &root,
@@ -1101,7 +1138,13 @@ fn patch(
     let mut skipped = Vec::new();
     let entries = match snapshot::verify_listing(&root, recorded.as_deref(), mark, &mut skipped) {
         snapshot::Verdict::Same => recorded,
-        snapshot::Verdict::Refreshed(now) => now,
+        snapshot::Verdict::Refreshed(now, moved) => {
+            // Changed from the list the record holds where hashed again.
+            if let Some(base) = &mut state.base {
+                base.moved.insert(root.clone(), moved);
+            }
+            now
+        }
         snapshot::Verdict::Differs(why) => {
             return Err(format!("{shown} changed since the last build: {why}"));
         }

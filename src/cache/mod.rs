@@ -51,6 +51,9 @@ struct Record {
     /// Every directory the build may write, as it was left; `None` when it
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    /// Of a record read: where each directory's entries lie in its bytes
+    /// ([`codec::Reuse`]), beside `outputs`. Empty in one to write.
+    spans: Vec<Option<Vec<usize>>>,
     /// What each definition file made, for an incremental build; `None`
     /// when the build could not say (and in a record just read: see
     /// [`codec::decode_files`]).
@@ -171,11 +174,11 @@ impl Cache {
     /// the inputs once for both. May refresh the record (see
     /// [`snapshot::Verdict::Refreshed`]); never touches the output.
     pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
-        let bytes = self.read()?;
+        let bytes = std::sync::Arc::new(self.read()?);
         let (mut record, files) = load(&bytes)?;
         let inputs = inputs(req)?;
         let why = if record.key == inputs.key {
-            match self.current(req, &mut record, files) {
+            match self.current(req, &mut record, files, &bytes) {
                 Ok(()) => return Ok(Lookup::Fresh(record.dests)),
                 Err(why) => why,
             }
@@ -184,7 +187,7 @@ impl Cache {
         };
         // The output differs from its snapshot only when the key matched.
         let patch = record.key != inputs.key;
-        let inc = self.compile(req, record, files, inputs, sets, patch)?;
+        let inc = Self::compile(req, record, files, inputs, sets, patch, &bytes)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
     }
 
@@ -198,22 +201,32 @@ impl Cache {
         sets: &[crate::pipeline::Set],
         patch: bool,
     ) -> Result<Incremental, String> {
-        let bytes = self.read()?;
+        let bytes = std::sync::Arc::new(self.read()?);
         let (record, files) = load(&bytes)?;
-        self.compile(req, record, files, inputs(req)?, sets, patch)
+        Self::compile(req, record, files, inputs(req)?, sets, patch, &bytes)
     }
 
     /// Whether the output is as `record` says, the record's key being
     /// current; refreshes the record's snapshots when they needed hashing.
-    fn current(&self, req: &Request, record: &mut Record, files: &[u8]) -> Result<(), String> {
+    /// `bytes`: the record as read, which `files` and `record`'s spans are
+    /// of.
+    fn current(
+        &self,
+        req: &Request,
+        record: &mut Record,
+        files: &[u8],
+        bytes: &[u8],
+    ) -> Result<(), String> {
         same_places(req, record)?;
         let mark = snapshot::mark();
         let mut refreshed = false;
-        for (dir, entries) in &mut record.outputs {
+        let mut moved = vec![Vec::new(); record.outputs.len()];
+        for ((dir, entries), moved) in record.outputs.iter_mut().zip(&mut moved) {
             match snapshot::verify(dir, entries.as_deref(), mark) {
                 Verdict::Same => {}
-                Verdict::Refreshed(now) => {
+                Verdict::Refreshed(now, m) => {
                     *entries = now;
+                    *moved = m;
                     refreshed = true;
                 }
                 Verdict::Differs(why) => {
@@ -226,7 +239,20 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            let _ = self.write(record, Some(files));
+            // Only the entries hashed again are encoded again.
+            let reuse: Vec<Option<codec::Reuse>> = record
+                .spans
+                .iter()
+                .zip(&moved)
+                .map(|(at, dirty)| {
+                    Some(codec::Reuse {
+                        bytes,
+                        at: at.as_deref()?,
+                        dirty,
+                    })
+                })
+                .collect();
+            let _ = self.write(record, Some(files), &reuse);
         } else {
             keep_alive(&self.file);
         }
@@ -234,19 +260,19 @@ impl Cache {
     }
 
     fn compile(
-        &self,
         req: &Request,
         record: Record,
         files: &[u8],
         inputs: Inputs,
         sets: &[crate::pipeline::Set],
         patch: bool,
+        bytes: &std::sync::Arc<Vec<u8>>,
     ) -> Result<Incremental, String> {
         let files = codec::decode_files(files)
             .map_err(|_| "the record is damaged")?
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, inputs, sets, patch)
+        incremental::compile(req, record, files, inputs, sets, patch, bytes)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -277,14 +303,21 @@ impl Cache {
         let mut outputs = Vec::new();
         if !state.walked.is_empty() {
             // An incremental build: each directory as its plan's walk saw
-            // it, and what the plan did to it.
+            // it, and what the plan did to it; and which entries changed,
+            // where they are known.
+            let mut changed = Vec::new();
             for dir in req.dirs() {
                 let plan = plans.iter().find(|p| p.root == dir);
+                let mut dirty = None;
                 let entries = match (state.walked.remove(&dir), plan) {
-                    (Some(Some(before)), Some(plan)) => Some(
-                        snapshot::after(&dir, before, plan, self.started, bytes_hash)
-                            .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
-                    ),
+                    (Some(Some(before)), Some(plan)) => {
+                        let (entries, d) =
+                            snapshot::after(&dir, before, plan, self.started, bytes_hash).map_err(
+                                |e| format!("{} cannot be recorded: {e}", shown(req, &dir)),
+                            )?;
+                        dirty = d;
+                        Some(entries)
+                    }
                     (Some(Some(_)), None) => {
                         return Err(format!("{} was not planned", shown(req, &dir)));
                     }
@@ -305,11 +338,40 @@ impl Cache {
                         self.started,
                         bytes_hash,
                     )
-                    .map(Some)
+                    .map(|(entries, _)| Some(entries))
                     .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
                 };
                 outputs.push((dir, entries));
+                changed.push(dirty);
             }
+            // A directory found as the record read says, changed in place:
+            // its unchanged entries are copied from that record.
+            let base = state.base.take();
+            let dirty: Vec<Option<Vec<usize>>> = outputs
+                .iter()
+                .zip(changed)
+                .map(|((dir, _), after)| {
+                    let mut dirty = after?;
+                    if let Some(moved) = base.as_ref().and_then(|b| b.moved.get(dir)) {
+                        dirty.extend(moved);
+                        dirty.sort_unstable();
+                        dirty.dedup();
+                    }
+                    Some(dirty)
+                })
+                .collect();
+            let reuse: Vec<Option<codec::Reuse>> = outputs
+                .iter()
+                .zip(&dirty)
+                .map(|((dir, _), dirty)| {
+                    let base = base.as_ref()?;
+                    Some(codec::Reuse {
+                        bytes: &base.bytes,
+                        at: base.spans.get(dir)?,
+                        dirty: dirty.as_deref()?,
+                    })
+                })
+                .collect();
             let dests = plans.iter().map(|p| (p.root.clone(), p.files())).collect();
             return self.write(
                 &Record {
@@ -318,9 +380,11 @@ impl Cache {
                     contexts: read.contexts.clone(),
                     dests,
                     outputs,
+                    spans: Vec::new(),
                     files: Self::files(req, read, state),
                 },
                 None,
+                &reuse,
             );
         }
         for p in plans {
@@ -357,7 +421,7 @@ impl Cache {
                             std::io::Error::other(format!("the hash of {} is not known", c.path))
                         })
                 };
-                let entries = snapshot::after(&dir, Vec::new(), plan, self.started, hash)
+                let (entries, _) = snapshot::after(&dir, Vec::new(), plan, self.started, hash)
                     .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
                 outputs.push((dir, Some(entries)));
                 continue;
@@ -409,9 +473,10 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
+            spans: Vec::new(),
             files: Self::files(req, read, state),
         };
-        self.write(&record, None)
+        self.write(&record, None, &[])
     }
 
     /// The per-file part of the record, taken from `state`: a build is
@@ -448,7 +513,14 @@ impl Cache {
 
     /// Replaces the record atomically.
     /// `files`: the per-file part as read, when `record` does not hold it.
-    fn write(&self, record: &Record, files: Option<&[u8]>) -> Result<(), String> {
+    /// `reuse`: the directories' snapshots as a record read holds them
+    /// (see [`codec::write`]).
+    fn write(
+        &self,
+        record: &Record,
+        files: Option<&[u8]>,
+        reuse: &[Option<codec::Reuse>],
+    ) -> Result<(), String> {
         let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
         let builds = self.dir.join("builds");
         {
@@ -467,7 +539,7 @@ impl Cache {
             .prefix(".record-")
             .tempfile_in(&builds)
             .map_err(io)?;
-        codec::write(record, files, &mut tmp).map_err(io)?;
+        codec::write(record, files, reuse, &mut tmp).map_err(io)?;
         tmp.persist(&self.file).map_err(|e| io(e.error))?;
         sweep(&builds);
         Ok(())
@@ -770,15 +842,16 @@ mod tests {
             contexts: Vec::new(),
             dests: Vec::new(),
             outputs: Vec::new(),
+            spans: Vec::new(),
             files: None,
         };
-        assert!(cache.write(&record, None).is_err());
+        assert!(cache.write(&record, None, &[]).is_err());
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
         assert!(cache.read().is_err(), "nothing read");
 
         // A record that is a symlink is neither swept nor trusted.
         fs::remove_file(cache_dir.join("builds")).unwrap();
-        cache.write(&record, None).unwrap();
+        cache.write(&record, None, &[]).unwrap();
         let builds = cache_dir.join("builds");
         std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
         sweep(&builds);

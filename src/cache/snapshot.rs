@@ -162,14 +162,15 @@ pub fn take(
 /// new file added, and every other signature checked for raciness against
 /// `mark`. Costs what the plan wrote, not the size of the tree, and looks
 /// at no file written. Whatever else changed since the walk is found by
-/// the next check, which compares every entry.
+/// the next check, which compares every entry. With the entries, when
+/// none was added or removed: the indexes of those that changed, in order.
 pub fn after(
     root: &Path,
     before: Vec<Entry>,
     plan: &crate::plan::Plan,
     mark: i128,
     hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
-) -> io::Result<Vec<Entry>> {
+) -> io::Result<(Vec<Entry>, Option<Vec<usize>>)> {
     use crate::plan::Op;
     // Most builds only rewrite files that were there: their entries are
     // changed where they stand, and the tree's entries are not moved.
@@ -180,7 +181,7 @@ pub fn after(
             .filter(|&i| before[i].kind == Kind::File)
     };
     if before.is_empty() {
-        return filled(plan, hash);
+        return Ok((filled(plan, hash)?, None));
     }
     let updated: Option<Vec<(usize, &crate::plan::Change)>> = plan
         .pending()
@@ -197,15 +198,23 @@ pub fn after(
             states.push((i, written(c, &hash)?.file));
         }
         let mut out = before;
-        for e in &mut out {
+        let mut dirty = Vec::with_capacity(states.len());
+        for (i, e) in out.iter_mut().enumerate() {
             if let Some(f) = &mut e.file {
-                f.racy = f.sig.racy(mark);
+                let racy = f.sig.racy(mark);
+                if f.racy != racy {
+                    f.racy = racy;
+                    dirty.push(i);
+                }
             }
         }
         for (i, state) in states {
             out[i].file = state;
+            dirty.push(i);
         }
-        return Ok(out);
+        dirty.sort_unstable();
+        dirty.dedup();
+        return Ok((out, Some(dirty)));
     }
     // Each entry that changes: its new state, or `None` when it is gone.
     let mut mods: Vec<(String, Option<Entry>)> = Vec::new();
@@ -263,7 +272,7 @@ pub fn after(
         out.push(e);
     }
     out.extend(mods.flat_map(|(_, m)| m));
-    Ok(out)
+    Ok((out, None))
 }
 
 /// [`after`] for a directory that held nothing: each entry made once, in
@@ -316,8 +325,9 @@ pub enum Verdict {
     /// Same entries, same bytes.
     Same,
     /// Same entries and bytes, but signatures that needed hashing: the
-    /// snapshot to record instead, so the next check is fast.
-    Refreshed(Option<Vec<Entry>>),
+    /// snapshot to record instead, so the next check is fast, and the
+    /// indexes of the entries that changed, in order.
+    Refreshed(Option<Vec<Entry>>, Vec<usize>),
     /// The first difference found, for `build --verbose`.
     Differs(String),
 }
@@ -385,13 +395,14 @@ pub fn verify_listing(
             None if moved.is_empty() => Verdict::Same,
             None => {
                 let mut fresh = expected.to_vec();
-                for (i, sig) in moved {
+                for &(i, sig) in &moved {
                     if let Some(state) = fresh.get_mut(i).and_then(|e| e.file.as_mut()) {
                         state.sig = sig;
                         state.racy = sig.racy(mark);
                     }
                 }
-                Verdict::Refreshed(present.then_some(fresh))
+                let moved = moved.into_iter().map(|(i, _)| i).collect();
+                Verdict::Refreshed(present.then_some(fresh), moved)
             }
         },
         Err(e) if why.is_empty() => Verdict::Differs(e.to_string()),
@@ -548,7 +559,7 @@ mod tests {
         assert!(s.iter().any(|e| e.file.as_ref().is_some_and(|f| f.racy)));
         assert!(matches!(
             verify(&root, Some(&s), mark()),
-            Verdict::Refreshed(_)
+            Verdict::Refreshed(..)
         ));
 
         fs::write(root.join("a/x.yaml"), "x: 2\n").unwrap();
@@ -558,7 +569,7 @@ mod tests {
         );
         fs::write(root.join("a/x.yaml"), "x: 1\n").unwrap();
         assert!(
-            matches!(verify(&root, Some(&s), mark()), Verdict::Refreshed(_)),
+            matches!(verify(&root, Some(&s), mark()), Verdict::Refreshed(..)),
             "restored"
         );
         fs::write(root.join("a/y.yaml"), "").unwrap();
@@ -614,7 +625,7 @@ mod tests {
             fs::write(root.join(&c.path), &c.new).unwrap();
         }
         let m = mark();
-        let s = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
+        let (s, _) = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
         let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -626,7 +637,7 @@ mod tests {
                 .all(|f| f.racy && f.sig == Sig::UNSEEN)
         );
         let v = verify(&root, Some(&s), m);
-        let Verdict::Refreshed(Some(seen)) = v else {
+        let Verdict::Refreshed(Some(seen), _) = v else {
             panic!("not hashed and refreshed: {v:?}");
         };
         assert!(
