@@ -143,6 +143,11 @@ impl<'a> Reader<'a> {
             }
             n |= part << shift;
             if b & 0x80 == 0 {
+                // Written in as few bytes as it takes, as [`Writer::uint`]
+                // writes it: a record read is written back byte for byte.
+                if shift > 0 && b == 0 {
+                    return Err(Damaged);
+                }
                 return Ok(n);
             }
         }
@@ -207,11 +212,18 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A string written by [`Writer::str_after`] `prev`.
+    /// A string written by [`Writer::str_after`] `prev`, which shares
+    /// all it can.
     pub fn string_after(&mut self, prev: &str) -> Result<String> {
         let shared = self.usize()?;
         let head = prev.as_bytes().get(..shared).ok_or(Damaged)?;
         let tail = self.bytes()?;
+        if tail
+            .first()
+            .is_some_and(|b| prev.as_bytes().get(shared) == Some(b))
+        {
+            return Err(Damaged);
+        }
         let mut s = Vec::with_capacity(shared + tail.len());
         s.extend_from_slice(head);
         s.extend_from_slice(tail);
@@ -516,7 +528,12 @@ fn write_hash(w: &mut Writer, hash: &str) {
 fn read_hash(r: &mut Reader) -> Result<String> {
     let tag = r.u8()?;
     if tag == 2 {
-        return r.string();
+        // Kept as text only when it is no hash trainc makes.
+        let s = r.string()?;
+        if unhex16(s.strip_prefix("head:").unwrap_or(&s)).is_some() {
+            return Err(Damaged);
+        }
+        return Ok(s);
     }
     let raw = r.fixed(16)?;
     let hex = super::key::hex(raw);
@@ -539,7 +556,9 @@ pub struct Reuse<'a> {
     /// is `bytes[at[i]..at[i + 1]]`.
     pub at: &'a [usize],
     /// The entries changed since, in order: encoded again. Every other is
-    /// the one read, at the same place in the list, after the same path.
+    /// the one read, at the same place in the list, after the same path;
+    /// [`decode`] takes each value only in the one encoding [`write`]
+    /// gives it, so its bytes are what encoding it again would write.
     pub dirty: &'a [usize],
 }
 
@@ -952,6 +971,91 @@ mod tests {
         w.str("x");
         assert_eq!(Reader::new(&w.buf).string_after("é"), Err(Damaged));
         assert_eq!(Reader::new(&[2]).bool(), Err(Damaged));
+    }
+
+    /// A value is read only in the encoding the writer gives it, so that
+    /// the bytes of what was read are the bytes of writing it again
+    /// ([`Reuse`] copies them): a longer integer, a shorter shared prefix
+    /// or a hash kept as text are a record that is not ours.
+    #[test]
+    fn only_the_writers_encoding_is_read() {
+        assert_eq!(Reader::new(&[0]).uint(), Ok(0));
+        assert_eq!(Reader::new(&[0x80, 0x01]).uint(), Ok(128));
+        assert_eq!(Reader::new(&[0x80, 0x00]).uint(), Err(Damaged));
+        assert_eq!(Reader::new(&[0x81, 0x80, 0x00]).u64(), Err(Damaged));
+        let after = |shared: usize, tail: &str| {
+            let mut w = Writer::default();
+            w.usize(shared);
+            w.str(tail);
+            Reader::new(&w.buf).string_after("ml/job-1/a.yaml")
+        };
+        assert_eq!(after(9, "b.yaml"), Ok("ml/job-1/b.yaml".into()));
+        assert_eq!(after(8, "/b.yaml"), Err(Damaged));
+        assert_eq!(after(0, "ml/job-1/b.yaml"), Err(Damaged));
+        assert_eq!(after(15, ""), Ok("ml/job-1/a.yaml".into()));
+        let h = "00112233445566778899aabbccddeeff";
+        for (hash, ok) in [
+            (h.to_owned(), false),
+            (format!("head:{h}"), false),
+            ("head:xyz".to_owned(), true),
+            (h.to_uppercase(), true),
+        ] {
+            let mut w = Writer::default();
+            w.u8(2);
+            w.str(&hash);
+            assert_eq!(read_hash(&mut Reader::new(&w.buf)).is_ok(), ok, "{hash}");
+            let mut w = Writer::default();
+            write_hash(&mut w, &hash);
+            assert_eq!(read_hash(&mut Reader::new(&w.buf)), Ok(hash));
+        }
+        for n in [0, 1, 127, 128, 300, u128::from(u64::MAX), u128::MAX] {
+            let mut w = Writer::default();
+            w.uint(n);
+            assert_eq!(Reader::new(&w.buf).uint(), Ok(n));
+        }
+    }
+
+    /// A record whose entry says what it says in another encoding than
+    /// the writer's (here a path that shares less of the one before it)
+    /// is damaged, not read: written back with its entries copied, it
+    /// would not be the record encoded whole.
+    #[test]
+    fn a_record_in_another_encoding_is_damaged() {
+        let bytes = encode(&record(), None);
+        let (read, _) = decode(&bytes).unwrap();
+        let at = read.spans[0].as_ref().unwrap();
+        let entries = read.outputs[0].1.as_ref().unwrap();
+        assert_eq!(entries[2].path, "ml/a");
+        let mut r = Reader::new(&bytes[at[2]..]);
+        r.string_after(&entries[1].path).unwrap();
+        let path_end = bytes.len() - r.buf.len();
+        let mut r = Reader::new(bytes.strip_prefix(MAGIC).unwrap());
+        let format = r.u32().unwrap();
+        let main = r.bytes().unwrap();
+        let start = main.as_ptr() as usize - bytes.as_ptr() as usize;
+        let files = &bytes[start + main.len() + 8..];
+        let mut forged = Writer::default();
+        forged.fixed(&bytes[start..at[2]]);
+        forged.usize(0);
+        forged.str("ml/a");
+        forged.fixed(&bytes[path_end..start + main.len()]);
+        let mut w = Writer::default();
+        w.fixed(MAGIC);
+        w.uint(u128::from(format));
+        w.bytes(&forged.buf);
+        w.fixed(&checksum(&forged.buf).to_le_bytes());
+        w.fixed(files);
+        assert_eq!(decode(&w.buf).err(), Some(Damaged));
+        // The same splice with the writer's encoding is the record.
+        let mut same = Writer::default();
+        same.fixed(&bytes[start..at[2]]);
+        same.str_after(&entries[1].path, "ml/a");
+        same.fixed(&bytes[path_end..start + main.len()]);
+        assert_eq!(same.buf, main);
+    }
+
+    #[test]
+    fn hex_digits() {
         assert_eq!(unhex16("0123456789abcdef0123456789abcdeF"), None);
         assert_eq!(unhex16("00"), None);
         assert_eq!(

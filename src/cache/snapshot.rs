@@ -451,8 +451,9 @@ const FAN_OUT: usize = 64;
 
 /// [`walk_dir`] for a [`Check`]: a large directory's entries, each with
 /// what it holds, are compared in parallel, each against its share of the
-/// snapshot, and the results joined in walk order, so that the verdict,
-/// the first difference and the refreshed entries are the walk's.
+/// snapshot, and the results joined in walk order, so that the verdict and
+/// the refreshed entries are the walk's (and, but for a record out of walk
+/// order, the first difference named).
 fn check_dir(fd: &OwnedFd, rel: &mut String, check: &mut Check) -> io::Result<bool> {
     let l = list(fd)?;
     if l.found.len() < FAN_OUT {
