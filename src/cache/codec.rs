@@ -642,6 +642,9 @@ fn read_entries(r: &mut Reader, mut mark: impl FnMut(&Reader)) -> Result<Vec<Ent
             _ => Kind::Other,
         };
         let file = match flags >> 2 {
+            // Every file trainc records has its signature and hash: one
+            // without would be vouched for whatever it held.
+            0 if kind == Kind::File => return Err(Damaged),
             0 => None,
             1 | 3 => Some(FileState {
                 sig: Sig {
@@ -1008,6 +1011,12 @@ mod tests {
             write_hash(&mut w, &hash);
             assert_eq!(read_hash(&mut Reader::new(&w.buf)), Ok(hash));
         }
+        // A file with no signature or hash.
+        let mut w = Writer::default();
+        w.usize(1);
+        w.str_after("", "a.yaml");
+        w.u8(0);
+        assert_eq!(read_entries(&mut Reader::new(&w.buf), |_| {}), Err(Damaged));
         for n in [0, 1, 127, 128, 300, u128::from(u64::MAX), u128::MAX] {
             let mut w = Writer::default();
             w.uint(n);
