@@ -557,7 +557,7 @@ pub struct Reuse<'a> {
     pub at: &'a [usize],
     /// The entries changed since, in order: encoded again. Every other is
     /// the one read, at the same place in the list, after the same path;
-    /// [`decode`] takes each value only in the one encoding [`write`]
+    /// [`decode`] takes each value only in the one encoding [`write()`]
     /// gives it, so its bytes are what encoding it again would write.
     pub dirty: &'a [usize],
 }
