@@ -303,19 +303,27 @@ impl Cache {
         let mut outputs = Vec::new();
         if !state.walked.is_empty() {
             // An incremental build: each directory as its plan's walk saw
-            // it, and what the plan did to it; and which entries changed,
-            // where they are known.
-            let mut changed = Vec::new();
+            // it, and what the plan did to it; and, for a directory found
+            // as the record read says and changed in place, which entries
+            // changed since that record (the others are copied from it).
+            let base = state.base.take();
+            let mut dirty = Vec::new();
             for dir in req.dirs() {
                 let plan = plans.iter().find(|p| p.root == dir);
-                let mut dirty = None;
+                let mut changed = None;
                 let entries = match (state.walked.remove(&dir), plan) {
                     (Some(Some(before)), Some(plan)) => {
                         let (entries, d) =
                             snapshot::after(&dir, before, plan, self.started, bytes_hash).map_err(
                                 |e| format!("{} cannot be recorded: {e}", shown(req, &dir)),
                             )?;
-                        dirty = d;
+                        let moved = base.as_ref().and_then(|b| b.moved.get(&dir));
+                        changed = d.map(|mut d| {
+                            d.extend(moved.into_iter().flatten());
+                            d.sort_unstable();
+                            d.dedup();
+                            d
+                        });
                         Some(entries)
                     }
                     (Some(Some(_)), None) => {
@@ -342,24 +350,8 @@ impl Cache {
                     .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
                 };
                 outputs.push((dir, entries));
-                changed.push(dirty);
+                dirty.push(changed);
             }
-            // A directory found as the record read says, changed in place:
-            // its unchanged entries are copied from that record.
-            let base = state.base.take();
-            let dirty: Vec<Option<Vec<usize>>> = outputs
-                .iter()
-                .zip(changed)
-                .map(|((dir, _), after)| {
-                    let mut dirty = after?;
-                    if let Some(moved) = base.as_ref().and_then(|b| b.moved.get(dir)) {
-                        dirty.extend(moved);
-                        dirty.sort_unstable();
-                        dirty.dedup();
-                    }
-                    Some(dirty)
-                })
-                .collect();
             let reuse: Vec<Option<codec::Reuse>> = outputs
                 .iter()
                 .zip(&dirty)
