@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::compile::CompiledJob;
+use crate::compile::{CompiledJob, Family, family};
 
 pub mod yaml;
 
@@ -161,34 +161,79 @@ pub fn job_dir(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-/// The files of one job, `kustomization.yaml` included, as (path, bytes).
-pub fn emit_job(job: &CompiledJob) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let dir = job_dir(&job.namespace, &job.name);
+/// Files as (path, bytes).
+pub type Files = Vec<(String, Vec<u8>)>;
+
+/// The files of one job, `kustomization.yaml` included;
+/// `None` when a family's tasks are not its template's (see
+/// [`crate::compile::family`]): the job must then be compiled with
+/// [`Tasks::Each`](crate::compile::Tasks::Each).
+pub fn emit_job(job: &CompiledJob) -> Result<Option<Files>, String> {
     let head = header(Some(&job.source));
-    let mut files = Vec::with_capacity(job.manifests.len() + 1);
-    let mut names = Vec::with_capacity(job.manifests.len());
+    let mut files = Vec::with_capacity(
+        job.manifests.len()
+            + job
+                .families
+                .iter()
+                .map(|f| 1 + f.others.len())
+                .sum::<usize>()
+            + 1,
+    );
     for m in &job.manifests {
-        let file = m.file_name();
-        files.push((format!("{dir}/{file}"), to_yaml(&head, &m.object)?));
-        names.push(file);
+        files.push((m.file_name(), to_yaml(&head, &m.object)?));
     }
-    names.sort();
-    files.push((
-        format!("{dir}/{KUSTOMIZATION}"),
-        kustomization(&head, &names)?,
-    ));
-    Ok(files)
+    for family in &job.families {
+        let Some(tasks) = family_files(&head, family)? else {
+            return Ok(None);
+        };
+        files.extend(tasks);
+    }
+    // Sorted (the manifests already are), so that a job's files come in one
+    // order whether or not its tasks were families.
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+    let kustomization = kustomization(&head, &names)?;
+    let dir = job_dir(&job.namespace, &job.name);
+    let mut files: Vec<_> = files
+        .into_iter()
+        .map(|(name, body)| (format!("{dir}/{name}"), body))
+        .collect();
+    files.push((format!("{dir}/{KUSTOMIZATION}"), kustomization));
+    Ok(Some(files))
+}
+
+/// A family's files, named as in its job's directory: task 0's as it
+/// renders, and every other task's its template's name and rendering with
+/// the sentinel replaced by the task's index, once the same replacement by
+/// `0` has given task 0's name and bytes exactly (see
+/// [`crate::compile::family`]).
+fn family_files(head: &str, family: &Family) -> Result<Option<Files>, String> {
+    let sentinel = family::SENTINEL.to_string();
+    let first = (
+        family.first.file_name(),
+        to_yaml(head, &family.first.object)?,
+    );
+    let name = family.template.file_name();
+    let body =
+        String::from_utf8(to_yaml(head, &family.template.object)?).map_err(|e| e.to_string())?;
+    let name: Vec<&str> = name.split(sentinel.as_str()).collect();
+    let body: Vec<&str> = body.split(sentinel.as_str()).collect();
+    // `join` sizes each file exactly.
+    let task = |index: &str| (name.join(index), body.join(index).into_bytes());
+    if task("0") != first {
+        return Ok(None);
+    }
+    let mut files = Vec::with_capacity(1 + family.others.len());
+    files.push(first);
+    files.extend(family.others.clone().map(|i| task(&i.to_string())));
+    Ok(Some(files))
 }
 
 /// Assembles the whole tree from the jobs' files and adds the root
 /// kustomization: the job directories, then the project's `extra`
 /// resources (relative to the output directory), each sorted. The tree is
 /// a sorted map, so the bytes do not depend on the order jobs arrive in.
-pub fn assemble(
-    jobs: Vec<Vec<(String, Vec<u8>)>>,
-    dirs: &[String],
-    extra: &[String],
-) -> Result<Tree, String> {
+pub fn assemble(jobs: Vec<Files>, dirs: &[String], extra: &[String]) -> Result<Tree, String> {
     let mut tree: Tree = jobs.into_iter().flatten().collect();
     let mut dirs = dirs.to_vec();
     dirs.sort();

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::compile;
+use crate::compile::{self, Tasks};
 use crate::diagnostic::{self, Diagnostic};
 use crate::emit::{self, Tree};
 use crate::image::ContextPrint;
@@ -924,7 +924,7 @@ pub fn render_with(jobs: &[Job], extra: &[String], limit: u64) -> Result<Tree, V
 
 /// One job's files: in memory, or taken by a [`Sink`].
 enum Rendered {
-    Kept(Vec<(String, Vec<u8>)>),
+    Kept(emit::Files),
     Taken(Vec<(String, Taken)>),
 }
 
@@ -944,7 +944,7 @@ fn render_into(
     let tasks = |j: &Job| j.roles.iter().map(|r| u64::from(r.replicas)).sum();
     for batch in limits::batches(jobs, tasks) {
         let rendered = par::map(batch, |job| {
-            let files = compile::compile(job).and_then(|c| emit::emit_job(&c))?;
+            let files = render_job(job)?;
             Ok(match sink {
                 Some((sink, set)) => Rendered::Taken(sink.take(set, files)),
                 None => Rendered::Kept(files),
@@ -972,6 +972,27 @@ fn render_into(
         .collect();
     let tree = emit::assemble(files, &dirs, extra).map_err(internal)?;
     Ok((tree, taken))
+}
+
+/// One job's files: its roles' tasks rendered as families where they are
+/// one (see [`compile::family`]), each alone where they are not.
+fn render_job(job: &Job) -> Result<emit::Files, String> {
+    let each = || {
+        emit::emit_job(&compile::compile(job, Tasks::Each)?)?
+            .ok_or_else(|| "a job compiled task by task has no family".to_owned())
+    };
+    let compiled = compile::compile(job, Tasks::Families)?;
+    match emit::emit_job(&compiled)? {
+        Some(files) => {
+            // Every test build compares the families with their tasks
+            // compiled alone.
+            if cfg!(debug_assertions) && !compiled.families.is_empty() {
+                assert!(files == each()?, "a family renders as its tasks alone");
+            }
+            Ok(files)
+        }
+        None => each(),
+    }
 }
 
 fn internal(e: String) -> Vec<Diagnostic> {

@@ -22,6 +22,7 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
+use crate::compile::family::{self, Family, Tasks};
 use crate::compile::patch::Finding;
 use crate::compile::pod::{Index, Program};
 use crate::compile::tensorflow::ClusterSpec;
@@ -39,14 +40,14 @@ const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// completion index.
 pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
-pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
+pub fn compile(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), Finding> {
     match &run.job.framework {
-        Framework::Tensorflow(_) => tensorflow(run),
-        Framework::Pytorch(_) => pytorch(run),
+        Framework::Tensorflow(_) => tensorflow(run, tasks),
+        Framework::Pytorch(_) => Ok((pytorch(run)?, Vec::new())),
     }
 }
 
-fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
+fn tensorflow(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), Finding> {
     let job = run.job;
     let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
         format!(
@@ -57,12 +58,36 @@ fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
         )
     });
     let mut out = vec![run.cluster_spec_config_map(&cluster), service(run)];
+    let mut families = Vec::new();
     for role in &job.roles {
+        if tasks == Tasks::Families
+            && role.replicas >= family::MIN_TASKS
+            && let Some(f) = family(run, role, &cluster)?
+        {
+            families.push(f);
+            continue;
+        }
         for index in 0..role.replicas {
             out.push(task_job(run, role, index, &cluster)?);
         }
     }
-    Ok(out)
+    Ok((out, families))
+}
+
+/// The role's tasks as one [`Family`]; `None` when the sentinel's Job does
+/// not compile (a patch's `test` of what holds the index, which validation
+/// refuses where a role has more than one task), so that each task is
+/// compiled alone and a failure is the one of the task it is.
+fn family(run: &Run, role: &Role, cluster: &ClusterSpec) -> Result<Option<Family>, Finding> {
+    let first = task_job(run, role, 0, cluster)?;
+    let Ok(template) = task_job(run, role, family::SENTINEL, cluster) else {
+        return Ok(None);
+    };
+    Ok(Some(Family {
+        first,
+        template,
+        others: 1..role.replicas,
+    }))
 }
 
 /// The run's headless Service: the DNS domain of its pods, which set it as

@@ -7,6 +7,7 @@
 //! differently.
 
 pub mod crd;
+pub mod family;
 pub mod identity;
 pub mod jobset;
 pub mod kubernetes;
@@ -29,6 +30,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeCl
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
 
+pub use family::{Family, Tasks};
 pub use meta::{FORMAT as FORMAT_ANNOTATION, RUN as RUN_LABEL};
 pub use tensorflow::ClusterSpec;
 
@@ -121,6 +123,8 @@ pub struct CompiledJob {
     pub name: String,
     pub source: String,
     pub manifests: Vec<Manifest>,
+    /// Tasks rendered from one template each (with [`Tasks::Families`]).
+    pub families: Vec<Family>,
 }
 
 /// The output-format version of a target's runs (see [`identity`]).
@@ -177,19 +181,25 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The run's own objects, as its target writes them.
+/// The run's own objects, as its target writes them, every task's object
+/// compiled.
 pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
+    Ok(objects(run, Tasks::Each)?.0)
+}
+
+fn objects(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), patch::Finding> {
+    let alone = |manifests: Vec<Manifest>| (manifests, Vec::new());
     match run.job.target {
-        Target::Kubernetes => kubernetes::compile(run),
-        Target::Jobset => jobset::compile(run),
-        Target::Tfjob => tfjob::compile(run),
-        Target::Pytorchjob => pytorchjob::compile(run),
+        Target::Kubernetes => kubernetes::compile(run, tasks),
+        Target::Jobset => jobset::compile(run).map(alone),
+        Target::Tfjob => tfjob::compile(run).map(alone),
+        Target::Pytorchjob => pytorchjob::compile(run).map(alone),
     }
 }
 
-pub fn compile(job: &Job) -> Result<CompiledJob, String> {
+pub fn compile(job: &Job, tasks: Tasks) -> Result<CompiledJob, String> {
     let run = Run::of(job)?;
-    let mut manifests = target(&run)
+    let (mut manifests, families) = objects(&run, tasks)
         // Validation has applied the patches already (`patch::check`): only a
         // `test` of what the image stage fills in could fail here.
         .map_err(|f| format!("a patch failed at build time: {f}"))?;
@@ -202,5 +212,6 @@ pub fn compile(job: &Job) -> Result<CompiledJob, String> {
         name: job.name.clone(),
         source: job.source.clone(),
         manifests,
+        families,
     })
 }
