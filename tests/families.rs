@@ -65,7 +65,8 @@ fn both(job: &Job) -> (usize, Option<Files>, Files) {
 fn a_roles_tasks_from_one_template_are_each_task_compiled_alone() {
     let dir = common::scratch_example("mnist");
     // Indexes of one, two and three digits; roles under the family minimum;
-    // a patch on every role; the kitchen sink's every field on `kubernetes`.
+    // a patch on every role; TF1 flags; the collective strategy, whose
+    // worker 0 ends the run; the kitchen sink's every field on `kubernetes`.
     definition(dir.path(), "wide", [1, 3, 12], "");
     definition(dir.path(), "few", [1, 2, 2], "");
     definition(dir.path(), "hundred", [1, 2, 120], "");
@@ -75,6 +76,17 @@ fn a_roles_tasks_from_one_template_are_each_task_compiled_alone() {
         [1, 4, 5],
         "  patches:\n    - strategic: {metadata: {annotations: {note: every-task}}}\n",
     );
+    definition(
+        dir.path(),
+        "flags",
+        [1, 3, 4],
+        "  clusterSpec: {legacyFlags: true}\n",
+    );
+    let collective =
+        std::fs::read_to_string(common::example("mnist").join("collective/mnist-collective.yaml"))
+            .expect("read the collective example")
+            .replace("worker: {replicas: 2", "worker: {replicas: 5");
+    std::fs::write(dir.path().join("jobs/collective.yaml"), collective).expect("write");
     let sink = std::fs::read_to_string(
         common::root().join("tests/fixtures/kitchen-sink/jobs/resnet.yaml"),
     )
@@ -95,8 +107,10 @@ fn a_roles_tasks_from_one_template_are_each_task_compiled_alone() {
         families.insert(job.name.clone(), count);
     }
     let expected = [
+        ("flags", 2),
         ("few", 0),
         ("mnist", 0),
+        ("mnist-collective", 1),
         ("patched", 2),
         ("hundred", 1),
         ("resnet", 1),
