@@ -769,6 +769,35 @@ fn an_edit_compiles_only_the_file_that_changed() {
     assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
 }
 
+/// Among hundreds of definition files, whose paths differ in a digit or
+/// two, an edit still finds each file's record (by a hash of the path's
+/// bytes) and patches: one job re-rendered, the output a fresh build's, and
+/// the record it writes (each record back in its place) serves the next
+/// edit and the next no-op.
+#[test]
+fn an_edit_among_hundreds_of_files_is_patched() {
+    let p = Project::many(300);
+    for (file, from, to) in [
+        ("job-150", "0.001", "0.01"),
+        ("job-15", "0.001", "0.01"),
+        ("job-150", "0.01", "0.02"),
+    ] {
+        p.edit(
+            &format!("jobs/{file}.yaml"),
+            &format!("learning_rate: {from}"),
+            &format!("learning_rate: {to}"),
+        );
+        let o = p.run(&["build", "-v"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!("cache: re-rendering 1 job of 300, because jobs/{file}.yaml changed\n")
+        );
+        assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+    }
+    assert_eq!(p.output(), p.fresh_output());
+}
+
 /// An edit made once the last build's files are no longer racy, as in
 /// everyday use: the record written after it copies the entries of the
 /// files that did not change from the record it read (the debug build

@@ -35,11 +35,11 @@ use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Change, Op, Plan};
 
-/// Bumped whenever the record changes shape or meaning. Formats 6 and 7
+/// Bumped whenever the record changes shape or meaning. Formats 6 to 8
 /// are the byte encoding of [`codec`] (7 keeps each definition file's
-/// parts apart, to be decoded only when it changed); 5 and before were
-/// JSON.
-const FORMAT: u32 = 7;
+/// parts apart, to be decoded only when it changed; 8 keeps each
+/// document's claims apart, to be skipped whole); 5 and before were JSON.
+const FORMAT: u32 = 8;
 
 #[derive(Debug)]
 struct Record {

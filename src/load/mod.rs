@@ -765,6 +765,21 @@ pub fn normalize(path: &Path) -> String {
 
 pub fn display_name(root: &Path, path: &Path) -> String {
     use std::path::Component;
+    // Most paths are below the root: what follows it, without collecting
+    // both paths' components (every build names every definition file).
+    if let Ok(rest) = path.strip_prefix(root) {
+        let mut out = String::with_capacity(rest.as_os_str().len());
+        for c in rest
+            .components()
+            .filter(|c| !matches!(c, Component::CurDir))
+        {
+            if !out.is_empty() {
+                out.push('/');
+            }
+            out.push_str(&c.as_os_str().to_string_lossy());
+        }
+        return out;
+    }
     // Outside the root the path climbs out with `..`, so it still does not
     // depend on where the repository is checked out.
     let normal = |p: &Path| -> Vec<String> {
@@ -865,6 +880,27 @@ mod tests {
         );
         assert_eq!(display_name(root, Path::new("/repo/ml")), "");
         assert_eq!(display_name(Path::new("/"), Path::new("/x/y")), "x/y");
+        // `.` components count for nothing, below the root or not.
+        assert_eq!(
+            display_name(root, Path::new("/repo/ml/./jobs//a.yaml")),
+            "jobs/a.yaml"
+        );
+        assert_eq!(
+            display_name(Path::new("./ml"), Path::new("ml/jobs/a.yaml")),
+            "jobs/a.yaml"
+        );
+        assert_eq!(
+            display_name(Path::new("ml"), Path::new("./ml/jobs/a.yaml")),
+            "jobs/a.yaml"
+        );
+        assert_eq!(
+            display_name(Path::new("."), Path::new("./jobs/a.yaml")),
+            "jobs/a.yaml"
+        );
+        assert_eq!(
+            display_name(Path::new("."), Path::new("jobs/a.yaml")),
+            "jobs/a.yaml"
+        );
     }
 
     #[test]
