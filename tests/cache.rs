@@ -667,6 +667,23 @@ impl Project {
         p
     }
 
+    /// Changes the learning rate of `jobs/<file>.yaml` from `from` to `to`
+    /// and builds: the build succeeds and re-renders that file's one job of
+    /// `jobs`.
+    fn build_after_rate_edit(&self, file: &str, from: &str, to: &str, jobs: usize) {
+        self.edit(
+            &format!("jobs/{file}.yaml"),
+            &format!("learning_rate: {from}"),
+            &format!("learning_rate: {to}"),
+        );
+        let o = self.run(&["build", "-v"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!("cache: re-rendering 1 job of {jobs}, because jobs/{file}.yaml changed\n")
+        );
+    }
+
     /// `diff` with and without the cache (`diff` has no `--no-cache`; an
     /// empty `TRAINC_CACHE_DIR` turns it off): the same report, the same
     /// exit code. Returns the report.
@@ -782,17 +799,7 @@ fn an_edit_among_hundreds_of_files_is_patched() {
         ("job-15", "0.001", "0.01"),
         ("job-150", "0.01", "0.02"),
     ] {
-        p.edit(
-            &format!("jobs/{file}.yaml"),
-            &format!("learning_rate: {from}"),
-            &format!("learning_rate: {to}"),
-        );
-        let o = p.run(&["build", "-v"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(
-            stderr(&o),
-            format!("cache: re-rendering 1 job of 300, because jobs/{file}.yaml changed\n")
-        );
+        p.build_after_rate_edit(file, from, to, 300);
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
     }
     assert_eq!(p.output(), p.fresh_output());
@@ -810,17 +817,7 @@ fn a_record_after_an_edit_copies_what_did_not_change() {
     let settle = || std::thread::sleep(Duration::from_millis(120));
     settle();
     for [from, to] in [["0.001", "0.01"], ["0.01", "0.02"], ["0.02", "0.03"]] {
-        p.edit(
-            "jobs/job-3.yaml",
-            &format!("learning_rate: {from}"),
-            &format!("learning_rate: {to}"),
-        );
-        let o = p.run(&["build", "-v"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(
-            stderr(&o),
-            "cache: re-rendering 1 job of 6, because jobs/job-3.yaml changed\n"
-        );
+        p.build_after_rate_edit("job-3", from, to, 6);
         assert_eq!(p.output(), p.fresh_output());
         settle();
         assert_eq!(stderr(&p.check_agrees()), HIT);

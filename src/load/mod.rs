@@ -881,26 +881,19 @@ mod tests {
         assert_eq!(display_name(root, Path::new("/repo/ml")), "");
         assert_eq!(display_name(Path::new("/"), Path::new("/x/y")), "x/y");
         // `.` components count for nothing, below the root or not.
-        assert_eq!(
-            display_name(root, Path::new("/repo/ml/./jobs//a.yaml")),
-            "jobs/a.yaml"
-        );
-        assert_eq!(
-            display_name(Path::new("./ml"), Path::new("ml/jobs/a.yaml")),
-            "jobs/a.yaml"
-        );
-        assert_eq!(
-            display_name(Path::new("ml"), Path::new("./ml/jobs/a.yaml")),
-            "jobs/a.yaml"
-        );
-        assert_eq!(
-            display_name(Path::new("."), Path::new("./jobs/a.yaml")),
-            "jobs/a.yaml"
-        );
-        assert_eq!(
-            display_name(Path::new("."), Path::new("jobs/a.yaml")),
-            "jobs/a.yaml"
-        );
+        for (root, path) in [
+            ("/repo/ml", "/repo/ml/./jobs//a.yaml"),
+            ("./ml", "ml/jobs/a.yaml"),
+            ("ml", "./ml/jobs/a.yaml"),
+            (".", "./jobs/a.yaml"),
+            (".", "jobs/a.yaml"),
+        ] {
+            assert_eq!(
+                display_name(Path::new(root), Path::new(path)),
+                "jobs/a.yaml",
+                "{root} {path}"
+            );
+        }
     }
 
     #[test]
