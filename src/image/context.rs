@@ -412,9 +412,9 @@ fn read_ignore(context: &Path) -> Result<Option<Vec<u8>>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         _ => {}
     }
-    let file = crate::load::open_regular(&path, ".dockerignore").map_err(|d| d.message)?;
-    let mut bytes = Vec::new();
+    let (file, len) = crate::load::open_regular(&path, ".dockerignore").map_err(|d| d.message)?;
     let max = crate::load::MAX_FILE_BYTES;
+    let mut bytes = Vec::with_capacity(usize::try_from(len.min(max)).map_or(0, |n| n + 1));
     file.take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read .dockerignore: {e}"))?;

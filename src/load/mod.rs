@@ -438,9 +438,8 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
 /// directory) and generated files `name` (from the project root).
 pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFile>, Diagnostic> {
     use std::io::Read as _;
-    let file = open_regular(path, &shown)?;
+    let (file, len) = open_regular(path, &shown)?;
     let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {shown}: {e}"));
-    let len = file.metadata().map_err(cannot)?.len();
     let too_big = |len: u64| {
         Diagnostic::new(format!(
             "{shown} is {len} bytes, over the {MAX_FILE_BYTES}-byte limit for a definition"
@@ -451,7 +450,10 @@ pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFil
         return Err(too_big(len));
     }
     // The size can change after the check: never read more than the limit.
-    let mut bytes = Vec::new();
+    // Sized to the file: `take` hides the size from `read_to_end`, which
+    // then reads 32 bytes, 32, 64, … (seven reads for a definition, where
+    // two do; every build reads every definition).
+    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n + 1));
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(cannot)?;
@@ -488,8 +490,9 @@ pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFil
 /// would hang), a device can be endless, and neither is a definition. The
 /// type is checked before opening, so a device is never opened, and again
 /// on the open file, so a file swapped in between is caught too; the open
-/// itself does not wait (`O_NONBLOCK`, which regular files ignore).
-pub fn open_regular(path: &Path, name: &str) -> Result<std::fs::File, Diagnostic> {
+/// itself does not wait (`O_NONBLOCK`, which regular files ignore). Gives
+/// the open file and its size then.
+pub fn open_regular(path: &Path, name: &str) -> Result<(std::fs::File, u64), Diagnostic> {
     use rustix::fs::{Mode, OFlags};
     let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {name}: {e}"));
     let meta = std::fs::metadata(path).map_err(cannot)?;
@@ -505,7 +508,7 @@ pub fn open_regular(path: &Path, name: &str) -> Result<std::fs::File, Diagnostic
     let file = std::fs::File::from(fd);
     let meta = file.metadata().map_err(cannot)?;
     if meta.is_file() {
-        Ok(file)
+        Ok((file, meta.len()))
     } else {
         Err(not_regular(name, meta.file_type()))
     }
