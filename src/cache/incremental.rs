@@ -480,21 +480,20 @@ pub(super) fn compile(
         moved: HashMap::new(),
     });
     let (all, dests, extras, bytes, jobs) = if same_places {
-        let order = Order {
-            len: kept.len() + fresh.len(),
-            kept: kept_at,
-            fresh: was_at,
-        };
-        patched(
+        let (dests, extras, bytes, jobs) = patched(
             req,
             sets,
             &mut compiled,
             record.outputs,
-            kept,
-            fresh,
+            &kept,
+            &fresh,
             &was,
-            order,
-        )?
+        )?;
+        let order = Order {
+            kept: kept_at,
+            fresh: was_at,
+        };
+        (order.apply(kept, fresh)?, dests, extras, bytes, jobs)
     } else {
         let kept = kept
             .into_iter()
@@ -562,6 +561,9 @@ fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
 /// the bytes compiled, and the number of jobs.
 type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
 
+/// [`Wants`] but the records, which a patched edit orders apart ([`Order`]).
+type Patched = (Vec<Dest>, Vec<Vec<String>>, u64, usize);
+
 /// The index in `compiled.parts` of set `set`'s part.
 fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
     compiled
@@ -597,19 +599,17 @@ fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> O
 /// rules across files read their documents from the record undecoded,
 /// and [`plan()`] checks each directory against its snapshot before it
 /// trusts it.
-#[allow(clippy::too_many_arguments)]
 fn patched(
     req: &super::Request,
     sets: &[Set],
     compiled: &mut Compiled,
     mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
-    kept: Vec<SourceRecord>,
-    fresh: Vec<SourceRecord>,
+    kept: &[SourceRecord],
+    fresh: &[SourceRecord],
     was: &[SourceRecord],
-    order: Order,
-) -> Result<Wants, String> {
+) -> Result<Patched, String> {
     let project = req.project;
-    let (namespaces, jobs) = across_patched(compiled, &kept, &fresh, was)?;
+    let (namespaces, jobs) = across_patched(compiled, kept, fresh, was)?;
     let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
     let mut dests = Vec::new();
     let mut extras = Vec::new();
@@ -684,14 +684,13 @@ fn patched(
             });
         }
     }
-    Ok((order.apply(kept, fresh)?, dests, extras, bytes, jobs))
+    Ok((dests, extras, bytes, jobs))
 }
 
 /// Where the records of a patched edit go: its definition files are the
 /// record's, so each record is put back where it was read (sorting 5,000
 /// records by path again was a visible part of an edit's cost).
 struct Order {
-    len: usize,
     /// The record's index of each kept record, and of each compiled one.
     kept: Vec<usize>,
     fresh: Vec<usize>,
@@ -703,7 +702,8 @@ impl Order {
         kept: Vec<SourceRecord>,
         fresh: Vec<SourceRecord>,
     ) -> Result<Vec<SourceRecord>, String> {
-        let mut slots: Vec<Option<SourceRecord>> = (0..self.len).map(|_| None).collect();
+        let len = kept.len() + fresh.len();
+        let mut slots: Vec<Option<SourceRecord>> = (0..len).map(|_| None).collect();
         let placed = self
             .kept
             .into_iter()
@@ -716,7 +716,7 @@ impl Order {
             }
         }
         let all: Vec<SourceRecord> = slots.into_iter().flatten().collect();
-        if all.len() != self.len {
+        if all.len() != len {
             return Err("internal: a record has no place".into());
         }
         Ok(all)

@@ -406,7 +406,6 @@ fn resolved(path: &Path) -> PathBuf {
 /// definitions are ([`crate::load::open_regular`]): a FIFO by that name
 /// would otherwise block the build forever, and a device never end.
 fn read_ignore(context: &Path) -> Result<Option<Vec<u8>>, String> {
-    use std::io::Read as _;
     let path = context.join(".dockerignore");
     match fs::metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -414,9 +413,7 @@ fn read_ignore(context: &Path) -> Result<Option<Vec<u8>>, String> {
     }
     let (file, len) = crate::load::open_regular(&path, ".dockerignore").map_err(|d| d.message)?;
     let max = crate::load::MAX_FILE_BYTES;
-    let mut bytes = Vec::with_capacity(usize::try_from(len.min(max)).map_or(0, |n| n + 1));
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
+    let bytes = crate::load::read_capped(file, len)
         .map_err(|e| format!("cannot read .dockerignore: {e}"))?;
     if bytes.len() as u64 > max {
         return Err(format!(".dockerignore is over the {max}-byte limit"));

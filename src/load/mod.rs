@@ -437,7 +437,6 @@ pub fn read(path: &Path, name: String) -> Result<Arc<SourceFile>, Diagnostic> {
 /// [`read`], for a file that messages name `shown` (from the working
 /// directory) and generated files `name` (from the project root).
 pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFile>, Diagnostic> {
-    use std::io::Read as _;
     let (file, len) = open_regular(path, &shown)?;
     let cannot = |e: std::io::Error| Diagnostic::new(format!("cannot read {shown}: {e}"));
     let too_big = |len: u64| {
@@ -449,14 +448,7 @@ pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFil
     if len > MAX_FILE_BYTES {
         return Err(too_big(len));
     }
-    // The size can change after the check: never read more than the limit.
-    // Sized to the file: `take` hides the size from `read_to_end`, which
-    // then reads 32 bytes, 32, 64, … (seven reads for a definition, where
-    // two do; every build reads every definition).
-    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n + 1));
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
+    let bytes = read_capped(file, len).map_err(cannot)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(too_big(bytes.len() as u64));
     }
@@ -483,6 +475,20 @@ pub fn read_as(path: &Path, name: String, shown: String) -> Result<Arc<SourceFil
                 .hint("save the file as UTF-8"))
         }
     }
+}
+
+/// The bytes of `file`, opened by [`open_regular`] at `len` bytes, up to
+/// one past [`MAX_FILE_BYTES`]: the size can change after it was checked,
+/// and more than the limit is never read. The buffer is sized to the file:
+/// `take` hides the size from `read_to_end`, which then reads 32 bytes, 32,
+/// 64, … (seven reads for a definition where two do, and every build reads
+/// every definition).
+pub fn read_capped(file: std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let len = len.min(MAX_FILE_BYTES);
+    let mut bytes = Vec::with_capacity(usize::try_from(len).map_or(0, |n| n + 1));
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Opens `path` for reading if it is a regular file, and refuses anything
