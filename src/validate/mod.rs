@@ -4,6 +4,7 @@
 mod budget;
 mod image;
 mod patches;
+pub mod quick;
 pub mod rules;
 pub mod schema;
 mod security;

@@ -1,7 +1,7 @@
 //! JSON Schema validation of a raw document, with findings mapped back to the
 //! YAML source.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
+use crate::validate::quick::{Quick, Verdict};
 use crate::validate::suggest::did_you_mean;
 
 /// The definition schema, exactly as shipped in `schema/`; `trainc schema`
@@ -17,11 +18,13 @@ pub const TRAINING_JOB_SCHEMA: &str = include_str!("../../schema/trainingjob.sch
 /// The project-file schema.
 pub const PROJECT_SCHEMA: &str = include_str!("../../schema/project.schema.json");
 
-/// A compiled schema together with its JSON, which the error mapper reads for
-/// field names ("did you mean") and `patternErrorMessage` hints.
+/// A schema's JSON, which the error mapper reads for field names ("did you
+/// mean") and `patternErrorMessage` hints, and its validator, compiled only
+/// for a document [`Quick`] is not sure of.
 pub struct Schema {
     json: Value,
-    validator: Validator,
+    quick: Quick,
+    validator: OnceLock<Validator>,
 }
 
 /// The definition schema, Kubernetes' pod template included: what a
@@ -35,9 +38,9 @@ static TRAINING_JOB_LEAN: LazyLock<Schema> =
     LazyLock::new(|| Schema::new(lean(TRAINING_JOB_SCHEMA)));
 pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(parse(PROJECT_SCHEMA)));
 
-/// Compiles the schema most definitions are checked against, so that it
-/// can be done on a spare thread while the definitions load, rather than
-/// by the first document's check while the others wait for it.
+/// Reads the schema most definitions are checked against, so that it can
+/// be done on a spare thread while the definitions load, rather than by the
+/// first document's check while the others wait for it.
 pub fn warm() {
     LazyLock::force(&TRAINING_JOB_LEAN);
 }
@@ -53,45 +56,11 @@ fn parse(text: &str) -> Value {
 }
 
 /// The schema in `text` without the Kubernetes definitions; what referred
-/// to them accepts anything. They are skipped as they are read, not parsed:
-/// they are nine tenths of its bytes, and an edit's build reads it first.
+/// to them accepts anything. They are nine tenths of its bytes, and an
+/// edit's build reads it first, so they are not read at all: their
+/// generator (tests/k8s_schema.rs) writes them last in `$defs`, which
+/// closes the schema, and they are cut off as a tail.
 fn lean(text: &str) -> Value {
-    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-    use serde_json::Map;
-
-    /// An object; with `defs`, the `$defs` object, whose Kubernetes
-    /// definitions are skipped.
-    struct Object {
-        defs: bool,
-    }
-    impl<'de> Visitor<'de> for Object {
-        type Value = Map<String, Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
-            let mut out = Map::new();
-            while let Some(key) = m.next_key::<String>()? {
-                if self.defs && key.starts_with(KUBERNETES) {
-                    m.next_value::<IgnoredAny>()?;
-                } else if !self.defs && key == "$defs" {
-                    out.insert(
-                        key,
-                        Value::Object(m.next_value_seed(Object { defs: true })?),
-                    );
-                } else {
-                    out.insert(key, m.next_value()?);
-                }
-            }
-            Ok(out)
-        }
-    }
-    impl<'de> DeserializeSeed<'de> for Object {
-        type Value = Map<String, Value>;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_map(self)
-        }
-    }
     fn cut(v: &mut Value, prefix: &str) {
         match v {
             Value::Object(o) => {
@@ -109,12 +78,10 @@ fn lean(text: &str) -> Value {
             _ => {}
         }
     }
-    let mut d = serde_json::Deserializer::from_str(text);
-    #[allow(clippy::expect_used)]
-    let mut schema = Object { defs: false }
-        .deserialize(&mut d)
-        .and_then(|o| d.end().map(|()| Value::Object(o)))
-        .expect("embedded schema is JSON");
+    let mut schema = match text.find(",\n    \"io.k8s.") {
+        Some(end) => parse(&format!("{}\n  }}\n}}\n", &text[..end])),
+        None => parse(text),
+    };
     cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
     schema
 }
@@ -135,17 +102,42 @@ pub fn training_job(doc: &Document) -> &'static Schema {
 }
 
 impl Schema {
-    /// Panics only if the embedded schema is broken, which the test suite
-    /// rules out; it never depends on user input.
-    #[allow(clippy::expect_used)]
     fn new(json: Value) -> Self {
-        let validator = jsonschema::draft202012::new(&json).expect("embedded schema compiles");
-        Self { json, validator }
+        Self {
+            quick: Quick::new(&json),
+            json,
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// The compiled validator. Panics only if the embedded schema is
+    /// broken, which the test suite rules out; it never depends on user
+    /// input.
+    #[allow(clippy::expect_used)]
+    fn validator(&self) -> &Validator {
+        self.validator.get_or_init(|| {
+            jsonschema::draft202012::new(&self.json).expect("embedded schema compiles")
+        })
+    }
+
+    /// What the quick check knows of `value`, without compiling the
+    /// validator.
+    pub fn quick(&self, value: &Value) -> Verdict {
+        self.quick.verdict(&self.json, value)
+    }
+
+    /// Whether the compiled validator finds `value` valid.
+    #[cfg(test)]
+    fn is_valid(&self, value: &Value) -> bool {
+        self.validator().is_valid(value)
     }
 
     /// Every schema violation of `doc`, located in its source file.
     pub fn check(&self, doc: &Document) -> Vec<Diagnostic> {
-        let errors: Vec<ValidationError> = self.validator.iter_errors(&doc.value).collect();
+        if self.quick(&doc.value) == Verdict::Valid {
+            return Vec::new();
+        }
+        let errors: Vec<ValidationError> = self.validator().iter_errors(&doc.value).collect();
         // A misspelt required field shows up twice: as an unknown field and as
         // a missing one. The "did you mean" finding says it all.
         let misspelt: Vec<(String, String)> = errors
@@ -599,8 +591,8 @@ impl Kube {
 mod tests {
     use super::*;
 
-    /// The lean schema, read skipping, is the whole one parsed and then
-    /// cut: its Kubernetes definitions gone, every object that refers to
+    /// The lean schema, its tail cut off unread, is the whole one parsed
+    /// and then cut: its Kubernetes definitions gone, every object that refers to
     /// one emptied, nothing else changed.
     #[test]
     fn the_lean_schema_is_the_whole_one_cut() {
@@ -631,6 +623,193 @@ mod tests {
         assert_eq!(TRAINING_JOB_LEAN.json, whole);
         let text = serde_json::to_string(&TRAINING_JOB_LEAN.json).expect("json");
         assert!(!text.contains("io.k8s."));
+    }
+
+    /// Every document among the fixtures and examples, mutated at every
+    /// node in the ways definitions go wrong.
+    fn documents() -> Vec<Value> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut docs = Vec::new();
+        for dir in ["examples", "tests"] {
+            for entry in walkdir::WalkDir::new(root.join(dir)).sort_by_file_name() {
+                let Ok(entry) = entry else { continue };
+                let path = entry.path();
+                let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+                if !yaml {
+                    continue;
+                }
+                let name = path.display().to_string();
+                let Ok(file) = crate::load::read(path, name) else {
+                    continue;
+                };
+                for doc in crate::load::parse(&file).unwrap_or_default() {
+                    if !docs.contains(&doc.value) {
+                        docs.push(doc.value);
+                    }
+                }
+            }
+        }
+        docs
+    }
+
+    /// Values that break the keywords the schemas use: types, lengths,
+    /// patterns, ranges, enumerations, uniqueness.
+    fn replacements() -> Vec<Value> {
+        use serde_json::json;
+        vec![
+            json!(null),
+            json!(true),
+            json!(0),
+            json!(-1),
+            json!(1),
+            json!(2.5),
+            json!(3.0),
+            json!(1e12),
+            json!(u64::MAX),
+            json!(65536),
+            json!(""),
+            json!("a"),
+            json!("A b"),
+            json!("-x-"),
+            json!("x".repeat(300)),
+            json!("\u{e9}t\u{e9}"),
+            json!("a\rb"),
+            json!("1.2"),
+            json!("10.0.0.0/8"),
+            json!([]),
+            json!(["a", "a"]),
+            json!([1, 1.0]),
+            json!({}),
+            json!({"bogus": 1}),
+        ]
+    }
+
+    /// `doc` changed at one place each way: a node replaced, a key dropped
+    /// or added, a list's first item repeated.
+    fn mutations(doc: &Value) -> Vec<Value> {
+        fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, c) in m {
+                        pointers(
+                            c,
+                            format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                            out,
+                        );
+                    }
+                }
+                Value::Array(a) => {
+                    for (i, c) in a.iter().enumerate() {
+                        pointers(c, format!("{at}/{i}"), out);
+                    }
+                }
+                _ => {}
+            }
+            out.push(at);
+        }
+        let mut at = Vec::new();
+        pointers(doc, String::new(), &mut at);
+        let mut out = Vec::new();
+        for p in &at {
+            let mut changed = |f: &dyn Fn(&mut Value)| {
+                let mut d = doc.clone();
+                if let Some(v) = d.pointer_mut(p) {
+                    f(v);
+                    out.push(d);
+                }
+            };
+            for r in replacements() {
+                if !p.is_empty() {
+                    changed(&|v| *v = r.clone());
+                }
+            }
+            match doc.pointer(p) {
+                Some(Value::Object(m)) => {
+                    for k in m.keys() {
+                        changed(&|v| {
+                            v.as_object_mut().map(|m| m.shift_remove(k));
+                        });
+                    }
+                    changed(&|v| {
+                        v.as_object_mut()
+                            .map(|m| m.insert("bogus".into(), Value::Null));
+                    });
+                }
+                Some(Value::Array(a)) if !a.is_empty() => changed(&|v| {
+                    if let Some(a) = v.as_array_mut() {
+                        a.push(a[0].clone());
+                    }
+                }),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The quick check is never wrong: what it calls valid the compiled
+    /// validator finds valid, what it calls invalid it finds invalid. And
+    /// it decides most documents, or it would save nothing.
+    #[test]
+    fn the_quick_check_agrees_with_the_compiled_validator() {
+        let docs = documents();
+        assert!(docs.len() > 50, "{} documents", docs.len());
+        let counts = crate::par::map(&docs, |doc| {
+            let mut seen = [0usize; 3];
+            let schemas: &[&Schema] = match doc["kind"].as_str() {
+                Some("Project") => &[&PROJECT],
+                _ => &[&TRAINING_JOB_LEAN, &TRAINING_JOB],
+            };
+            for m in std::iter::once(doc.clone()).chain(mutations(doc)) {
+                for schema in schemas {
+                    let quick = schema.quick(&m);
+                    let valid = schema.is_valid(&m);
+                    seen[quick as usize] += 1;
+                    assert!(
+                        quick == Verdict::Unsure || (quick == Verdict::Valid) == valid,
+                        "quick says {quick:?}, the validator {valid}, of {m:#}"
+                    );
+                }
+            }
+            seen
+        });
+        let seen = counts
+            .iter()
+            .fold([0; 3], |a, c| [a[0] + c[0], a[1] + c[1], a[2] + c[2]]);
+        let [valid, invalid, unsure] = seen;
+        assert!(
+            valid > 1000 && invalid > 10 * unsure,
+            "valid {valid}, invalid {invalid}, unsure {unsure}"
+        );
+    }
+
+    /// Every example's definitions and project file are decided without
+    /// compiling: a keyword the quick check does not know, added to the
+    /// schema, would send every build to the compiler again.
+    #[test]
+    fn the_examples_are_decided_without_compiling() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut decided = 0;
+        for entry in walkdir::WalkDir::new(root) {
+            let entry = entry.expect("examples");
+            if entry.path().extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let name = entry.path().display().to_string();
+            let file = crate::load::read(entry.path(), name.clone()).expect("example");
+            for doc in crate::load::parse(&file).expect("example") {
+                let schema = match doc.value["kind"].as_str() {
+                    Some("Project") => &*PROJECT,
+                    Some("TrainingJob") => training_job(&doc),
+                    _ => continue,
+                };
+                if std::ptr::eq(schema, &*TRAINING_JOB) {
+                    continue; // patches or an affinity: Kubernetes' schema
+                }
+                assert_eq!(schema.quick(&doc.value), Verdict::Valid, "{name}");
+                decided += 1;
+            }
+        }
+        assert!(decided >= 4, "{decided}");
     }
 
     #[test]

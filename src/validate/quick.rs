@@ -1,0 +1,575 @@
+//! Stage 2, JSON Schema: whether a document is certainly valid against an
+//! embedded schema, decided without compiling it.
+//!
+//! Compiling a schema with `jsonschema` costs a few milliseconds at every
+//! start that checks a document: the project file on every build, and an
+//! edited definition on every build after an edit, where it was most of what
+//! the edit cost (see docs/development.md). Nearly every document is valid,
+//! and for a valid one the compiled validator only says so. This reads the
+//! keywords trainc's schemas use straight off their JSON.
+//!
+//! It answers in three values. `jsonschema` stays the authority: anything
+//! but [`Verdict::Valid`] (a violation, or a keyword, value or pattern this
+//! does not decide exactly) sends the document to the compiled validator,
+//! which then says what is wrong. So this may only ever be unsure where it
+//! could be wrong, never wrong: a `Valid` it gave an invalid document would
+//! let it through. The tests in `schema.rs` hold it to `jsonschema` on every
+//! fixture and example and on thousands of mutations of them.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex::bytes::{Regex, RegexBuilder};
+use serde_json::{Map, Number, Value};
+
+/// What is known of an instance against a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Valid,
+    Invalid,
+    /// Not decided here: the compiled validator must look.
+    Unsure,
+}
+
+use Verdict::{Invalid, Unsure, Valid};
+
+impl Verdict {
+    fn of(b: bool) -> Self {
+        if b { Valid } else { Invalid }
+    }
+
+    /// Both hold (Kleene's "and": one certain failure decides).
+    fn and(self, other: impl FnOnce() -> Self) -> Self {
+        match self {
+            Invalid => Invalid,
+            Valid => other(),
+            Unsure => match other() {
+                Invalid => Invalid,
+                _ => Unsure,
+            },
+        }
+    }
+
+    fn not(self) -> Self {
+        match self {
+            Valid => Invalid,
+            Invalid => Valid,
+            Unsure => Unsure,
+        }
+    }
+}
+
+/// Past this many nested schemas the answer is [`Verdict::Unsure`]: a
+/// reference cycle that consumes no instance must not recurse forever.
+const DEPTH: usize = 128;
+
+/// Keywords that constrain nothing (annotations, and `$defs`, which only
+/// holds what `$ref` names). Any other keyword not decided below makes the
+/// answer [`Verdict::Unsure`].
+const ANNOTATIONS: &[&str] = &[
+    "$comment",
+    "$defs",
+    "default",
+    "deprecated",
+    "description",
+    "examples",
+    "readOnly",
+    "title",
+    "writeOnly",
+    // trainc's own: the hint shown when `pattern` fails.
+    "patternErrorMessage",
+];
+
+/// What the quick check of one schema keeps: the schema's patterns, each
+/// compiled the first time a string is matched against it.
+pub struct Quick {
+    patterns: HashMap<String, OnceLock<Option<Regex>>>,
+}
+
+impl Quick {
+    /// Collects the patterns of `schema`; compiles none.
+    pub fn new(schema: &Value) -> Self {
+        fn collect(v: &Value, out: &mut HashMap<String, OnceLock<Option<Regex>>>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(p)) = m.get("pattern") {
+                        out.entry(p.clone()).or_default();
+                    }
+                    m.values().for_each(|v| collect(v, out));
+                }
+                Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+                _ => {}
+            }
+        }
+        let mut patterns = HashMap::new();
+        collect(schema, &mut patterns);
+        Quick { patterns }
+    }
+
+    /// Whether `instance` is valid against `root`, the schema this was
+    /// made of.
+    pub fn verdict(&self, root: &Value, instance: &Value) -> Verdict {
+        Eval { quick: self, root }.schema(root, instance, 0)
+    }
+
+    /// `pattern` compiled for ASCII text, or `None` where it cannot be.
+    fn regex(&self, pattern: &str) -> Option<&Regex> {
+        self.patterns
+            .get(pattern)?
+            .get_or_init(|| {
+                // Only printable ASCII is matched (see `string`): there
+                // ECMA-262's classes and Rust's ASCII classes agree.
+                portable(pattern)
+                    .then(|| RegexBuilder::new(pattern).unicode(false).build().ok())
+                    .flatten()
+            })
+            .as_ref()
+    }
+}
+
+/// Whether `pattern` uses only syntax ECMA-262 and Rust's `regex` read
+/// alike: literals, classes, groups, alternation, anchors, quantifiers and
+/// the escapes below. Rust also reads class set operations (`&&`, `--`,
+/// `~~`), nested and POSIX classes, flags (`(?`), `{,n}` and escapes such
+/// as `\A` and `\z`, where ECMA-262 reads literals or fails; ECMA-262 has
+/// escapes Rust lacks.
+fn portable(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('d' | 'D' | 'w' | 'W' | 's' | 'S') => {}
+                Some(c) if ".-/\\^$*+?()[]{}|".contains(c) => {}
+                _ => return false,
+            }
+        }
+    }
+    !["&&", "--", "~~", "[[", "(?", "{,"]
+        .iter()
+        .any(|s| pattern.contains(s))
+        && pattern.is_ascii()
+}
+
+/// The longest array whose items are compared pairwise for `uniqueItems`.
+const UNIQUE: usize = 64;
+
+struct Eval<'a> {
+    quick: &'a Quick,
+    root: &'a Value,
+}
+
+impl Eval<'_> {
+    fn schema(&self, schema: &Value, instance: &Value, depth: usize) -> Verdict {
+        if depth > DEPTH {
+            return Unsure;
+        }
+        let map = match schema {
+            Value::Bool(b) => return Verdict::of(*b),
+            Value::Object(map) => map,
+            _ => return Unsure,
+        };
+        let mut verdict = Valid;
+        for (keyword, value) in map {
+            verdict = verdict.and(|| self.keyword(map, keyword, value, instance, depth));
+            if verdict == Invalid {
+                break;
+            }
+        }
+        verdict
+    }
+
+    fn keyword(
+        &self,
+        map: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+        instance: &Value,
+        depth: usize,
+    ) -> Verdict {
+        let depth = depth + 1;
+        match keyword {
+            "$ref" => match value.as_str().and_then(|r| self.definition(r)) {
+                Some(target) => self.schema(target, instance, depth),
+                None => Unsure,
+            },
+            "type" => type_verdict(value, instance),
+            "enum" => match value {
+                Value::Array(options) => any(options.iter().map(|o| equal(o, instance, 0))),
+                _ => Unsure,
+            },
+            "const" => equal(value, instance, 0),
+            "not" => self.schema(value, instance, depth).not(),
+            "if" => match self.schema(value, instance, depth) {
+                Valid => map
+                    .get("then")
+                    .map_or(Valid, |s| self.schema(s, instance, depth)),
+                Invalid => map
+                    .get("else")
+                    .map_or(Valid, |s| self.schema(s, instance, depth)),
+                Unsure => Unsure,
+            },
+            // Evaluated with `if`; without one they do nothing.
+            "then" | "else" => Valid,
+            "properties"
+            | "additionalProperties"
+            | "required"
+            | "minProperties"
+            | "maxProperties"
+            | "propertyNames" => match instance {
+                Value::Object(object) => self.object(map, keyword, value, object, depth),
+                _ => Valid,
+            },
+            "items" | "minItems" | "maxItems" | "uniqueItems" => match instance {
+                Value::Array(items) => self.array(keyword, value, items, depth),
+                _ => Valid,
+            },
+            "minLength" | "maxLength" | "pattern" => match instance {
+                Value::String(s) => self.string(keyword, value, s),
+                _ => Valid,
+            },
+            "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                match (instance, value) {
+                    (Value::Number(n), Value::Number(bound)) => {
+                        match (keyword, compare(n, bound)) {
+                            (_, None) => Unsure,
+                            ("minimum", Some(o)) => Verdict::of(o != Ordering::Less),
+                            ("maximum", Some(o)) => Verdict::of(o != Ordering::Greater),
+                            ("exclusiveMinimum", Some(o)) => Verdict::of(o == Ordering::Greater),
+                            (_, Some(o)) => Verdict::of(o == Ordering::Less),
+                        }
+                    }
+                    (Value::Number(_), _) => Unsure,
+                    _ => Valid,
+                }
+            }
+            k if ANNOTATIONS.contains(&k) || k.starts_with("x-") => Valid,
+            // Below the root, `$id` moves the base `$ref`s resolve against
+            // and `$schema` may change the dialect.
+            "$id" | "$schema" if self.root.as_object().is_some_and(|r| std::ptr::eq(r, map)) => {
+                Valid
+            }
+            _ => Unsure,
+        }
+    }
+
+    /// The schema a local reference names: `#/$defs/<name>`, the only kind
+    /// trainc's schemas use.
+    fn definition(&self, reference: &str) -> Option<&Value> {
+        let name = reference.strip_prefix("#/$defs/")?;
+        // An escaped or percent-encoded name would need decoding.
+        if name.contains(['~', '/', '%']) {
+            return None;
+        }
+        self.root.get("$defs")?.get(name)
+    }
+
+    fn object(
+        &self,
+        map: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+        object: &Map<String, Value>,
+        depth: usize,
+    ) -> Verdict {
+        match (keyword, value) {
+            ("properties", Value::Object(properties)) => all(properties
+                .iter()
+                .filter_map(|(name, s)| Some((s, object.get(name)?)))
+                .map(|(s, v)| self.schema(s, v, depth))),
+            ("additionalProperties", schema) => {
+                if map.contains_key("patternProperties") {
+                    return Unsure;
+                }
+                let declared = match map.get("properties") {
+                    None => None,
+                    Some(Value::Object(p)) => Some(p),
+                    Some(_) => return Unsure,
+                };
+                all(object
+                    .iter()
+                    .filter(|(name, _)| !declared.is_some_and(|p| p.contains_key(*name)))
+                    .map(|(_, v)| self.schema(schema, v, depth)))
+            }
+            ("required", Value::Array(names)) => all(names.iter().map(|n| match n {
+                Value::String(n) => Verdict::of(object.contains_key(n)),
+                _ => Unsure,
+            })),
+            ("minProperties", bound) => count(bound, object.len(), Ordering::Less),
+            ("maxProperties", bound) => count(bound, object.len(), Ordering::Greater),
+            ("propertyNames", schema) => all(object
+                .keys()
+                .map(|k| self.schema(schema, &Value::String(k.clone()), depth))),
+            _ => Unsure,
+        }
+    }
+
+    fn array(&self, keyword: &str, value: &Value, items: &[Value], depth: usize) -> Verdict {
+        match (keyword, value) {
+            // An array of schemas is the older drafts' tuple form.
+            ("items", Value::Array(_)) => Unsure,
+            ("items", schema) => all(items.iter().map(|v| self.schema(schema, v, depth))),
+            ("minItems", bound) => count(bound, items.len(), Ordering::Less),
+            ("maxItems", bound) => count(bound, items.len(), Ordering::Greater),
+            ("uniqueItems", Value::Bool(false)) => Valid,
+            // Pairs are compared one by one: a long array is left to the
+            // compiled validator, which hashes.
+            ("uniqueItems", Value::Bool(true)) if items.len() > UNIQUE => Unsure,
+            ("uniqueItems", Value::Bool(true)) => {
+                let mut verdict = Valid;
+                for (i, a) in items.iter().enumerate() {
+                    for b in &items[i + 1..] {
+                        // Two equal items fail it; items unsure of
+                        // each other leave it unsure.
+                        verdict = verdict.and(|| equal(a, b, 0).not());
+                        if verdict == Invalid {
+                            return Invalid;
+                        }
+                    }
+                }
+                verdict
+            }
+            _ => Unsure,
+        }
+    }
+
+    fn string(&self, keyword: &str, value: &Value, s: &str) -> Verdict {
+        match keyword {
+            // Lengths count code points, as JSON Schema does.
+            "minLength" => count(value, s.chars().count(), Ordering::Less),
+            "maxLength" => count(value, s.chars().count(), Ordering::Greater),
+            _ => match value.as_str().and_then(|p| self.quick.regex(p)) {
+                // Beyond printable ASCII, ECMA-262's classes, `.` and line
+                // terminators are not Rust's: the compiled validator
+                // decides.
+                Some(re) if s.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
+                    Verdict::of(re.is_match(s.as_bytes()))
+                }
+                _ => Unsure,
+            },
+        }
+    }
+}
+
+/// Every verdict holds.
+fn all(verdicts: impl Iterator<Item = Verdict>) -> Verdict {
+    let mut out = Valid;
+    for v in verdicts {
+        out = out.and(|| v);
+        if out == Invalid {
+            break;
+        }
+    }
+    out
+}
+
+/// One verdict holds (Kleene's "or").
+fn any(verdicts: impl Iterator<Item = Verdict>) -> Verdict {
+    let mut out = Invalid;
+    for v in verdicts {
+        match v {
+            Valid => return Valid,
+            Unsure => out = Unsure,
+            Invalid => {}
+        }
+    }
+    out
+}
+
+/// A count against a bound that must be a non-negative integer: invalid
+/// when the count is on the `fails` side of it.
+fn count(bound: &Value, n: usize, fails: Ordering) -> Verdict {
+    match bound.as_u64() {
+        Some(bound) => Verdict::of((n as u64).cmp(&bound) != fails),
+        None => Unsure,
+    }
+}
+
+fn type_verdict(types: &Value, instance: &Value) -> Verdict {
+    match types {
+        Value::String(t) => is_type(t, instance),
+        Value::Array(ts) => any(ts.iter().map(|t| match t {
+            Value::String(t) => is_type(t, instance),
+            _ => Unsure,
+        })),
+        _ => Unsure,
+    }
+}
+
+fn is_type(name: &str, instance: &Value) -> Verdict {
+    match (name, instance) {
+        ("null", v) => Verdict::of(v.is_null()),
+        ("boolean", v) => Verdict::of(v.is_boolean()),
+        ("string", v) => Verdict::of(v.is_string()),
+        ("array", v) => Verdict::of(v.is_array()),
+        ("object", v) => Verdict::of(v.is_object()),
+        ("number", v) => Verdict::of(v.is_number()),
+        // A float with no fraction is an integer to JSON Schema; whether a
+        // given validator agrees is left to it.
+        ("integer", Value::Number(n)) if n.is_f64() => Unsure,
+        ("integer", v) => Verdict::of(v.is_i64() || v.is_u64()),
+        _ => Unsure,
+    }
+}
+
+/// The largest magnitude below which every integer is a double exactly.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// `a` against `b`, where that is exact: two integers, or doubles and
+/// integers that doubles hold exactly.
+fn compare(a: &Number, b: &Number) -> Option<Ordering> {
+    let int = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    if let (Some(x), Some(y)) = (int(a), int(b)) {
+        return Some(x.cmp(&y));
+    }
+    let (x, y) = (a.as_f64()?, b.as_f64()?);
+    if x.abs() >= EXACT || y.abs() >= EXACT {
+        return None;
+    }
+    x.partial_cmp(&y)
+}
+
+/// JSON equality as JSON Schema has it (numbers by value).
+fn equal(a: &Value, b: &Value, depth: usize) -> Verdict {
+    if depth > DEPTH {
+        return Unsure;
+    }
+    let depth = depth + 1;
+    match (a, b) {
+        (Value::Null, Value::Null) => Valid,
+        (Value::Bool(x), Value::Bool(y)) => Verdict::of(x == y),
+        (Value::String(x), Value::String(y)) => Verdict::of(x == y),
+        (Value::Number(x), Value::Number(y)) => match compare(x, y) {
+            Some(o) => Verdict::of(o == Ordering::Equal),
+            None => Unsure,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                return Invalid;
+            }
+            all(x.iter().zip(y).map(|(x, y)| equal(x, y, depth)))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return Invalid;
+            }
+            all(x.iter().map(|(k, x)| match y.get(k) {
+                Some(y) => equal(x, y, depth),
+                None => Invalid,
+            }))
+        }
+        _ => Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn verdict(schema: Value, instance: Value) -> Verdict {
+        Quick::new(&schema).verdict(&schema, &instance)
+    }
+
+    #[test]
+    fn decides_the_keywords_it_knows() {
+        let s = json!({
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": false,
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5},
+                "n": {"type": "integer", "minimum": 1, "maximum": 3},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+            }
+        });
+        assert_eq!(verdict(s.clone(), json!({"name": "abc", "n": 2})), Valid);
+        assert_eq!(verdict(s.clone(), json!({"n": 2})), Invalid);
+        assert_eq!(verdict(s.clone(), json!({"name": "ABC"})), Invalid);
+        assert_eq!(verdict(s.clone(), json!({"name": "abcdef"})), Invalid);
+        assert_eq!(verdict(s.clone(), json!({"name": "a", "n": 4})), Invalid);
+        assert_eq!(verdict(s.clone(), json!({"name": "a", "x": 1})), Invalid);
+        assert_eq!(
+            verdict(s.clone(), json!({"name": "a", "tags": ["x", "x"]})),
+            Invalid
+        );
+        assert_eq!(verdict(s, json!({"name": "a", "tags": ["x", "y"]})), Valid);
+    }
+
+    #[test]
+    fn is_unsure_rather_than_wrong() {
+        // Beyond ASCII, a pattern is left to the compiled validator.
+        let s = json!({"pattern": "^\\S+$"});
+        assert_eq!(verdict(s.clone(), json!("ab")), Valid);
+        assert_eq!(verdict(s.clone(), json!("a\u{feff}b")), Unsure);
+        assert_eq!(verdict(s, json!("a\rb")), Unsure);
+        // Syntax the two engines read differently.
+        for p in [
+            "^\\A",
+            "[[:alpha:]]",
+            "[a&&b]",
+            "(?i)a",
+            "a{,2}",
+            "\\cA",
+            "é",
+        ] {
+            assert_eq!(verdict(json!({ "pattern": p }), json!("a")), Unsure, "{p}");
+        }
+        // A float with no fraction, against "integer".
+        assert_eq!(verdict(json!({"type": "integer"}), json!(2.0)), Unsure);
+        // Numbers beyond what doubles hold exactly.
+        assert_eq!(verdict(json!({"maximum": 1.5}), json!(u64::MAX)), Unsure);
+        // Keywords it does not decide.
+        assert_eq!(verdict(json!({"format": "email"}), json!("x")), Unsure);
+        assert_eq!(verdict(json!({"oneOf": [true]}), json!(1)), Unsure);
+        // A certain failure decides even beside an unsure keyword.
+        assert_eq!(
+            verdict(json!({"format": "email", "type": "number"}), json!("x")),
+            Invalid
+        );
+    }
+
+    #[test]
+    fn negation_never_turns_unsure_into_certain() {
+        let s = json!({"not": {"type": "integer"}});
+        assert_eq!(verdict(s.clone(), json!(2.0)), Unsure);
+        assert_eq!(verdict(s.clone(), json!(2)), Invalid);
+        assert_eq!(verdict(s, json!("2")), Valid);
+        let s = json!({"if": {"type": "integer"}, "then": {"minimum": 5}, "else": false});
+        assert_eq!(verdict(s.clone(), json!(7)), Valid);
+        assert_eq!(verdict(s.clone(), json!(3)), Invalid);
+        assert_eq!(verdict(s.clone(), json!("x")), Invalid);
+        assert_eq!(verdict(s, json!(7.0)), Unsure);
+    }
+
+    #[test]
+    fn numbers_are_equal_by_value() {
+        assert_eq!(equal(&json!(1), &json!(1.0), 0), Valid);
+        assert_eq!(
+            equal(&json!([1, {"a": 2}]), &json!([1.0, {"a": 2}]), 0),
+            Valid
+        );
+        assert_eq!(equal(&json!(1), &json!(true), 0), Invalid);
+        assert_eq!(
+            verdict(json!({"uniqueItems": true}), json!([1, 1.0])),
+            Invalid
+        );
+        assert_eq!(verdict(json!({"enum": [1, "a"]}), json!(1.0)), Valid);
+    }
+
+    #[test]
+    fn references_resolve_locally_and_cycles_end() {
+        let s = json!({
+            "$defs": {"a": {"$ref": "#/$defs/a"}, "n": {"type": "number"}},
+            "properties": {"x": {"$ref": "#/$defs/n"}, "y": {"$ref": "#/$defs/a"}}
+        });
+        assert_eq!(verdict(s.clone(), json!({"x": 1})), Valid);
+        assert_eq!(verdict(s.clone(), json!({"x": "1"})), Invalid);
+        assert_eq!(verdict(s.clone(), json!({"y": 1})), Unsure);
+        assert_eq!(verdict(json!({"$ref": "other.json"}), json!(1)), Unsure);
+    }
+}
