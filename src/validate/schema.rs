@@ -782,6 +782,69 @@ mod tests {
         );
     }
 
+    /// Each pattern of the schemas matches as `jsonschema` matches it, on
+    /// strings drawn from what names, images, paths and addresses are made
+    /// of (a fixed seed, so every run checks the same strings).
+    #[test]
+    fn the_quick_check_matches_patterns_as_the_validator_does() {
+        fn patterns(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(p)) = m.get("pattern")
+                        && !out.contains(p)
+                    {
+                        out.push(p.clone());
+                    }
+                    m.values().for_each(|v| patterns(v, out));
+                }
+                Value::Array(a) => a.iter().for_each(|v| patterns(v, out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        patterns(&TRAINING_JOB_LEAN.json, &mut all);
+        patterns(&PROJECT.json, &mut all);
+        assert!(all.len() >= 10, "{all:?}");
+        const ALPHABET: &[u8] = b"aAzZ09-._/:~ @\t\\$^[]{}()*+?|,=%#!\"'";
+        let mut state: u64 = 0x853c_49e6_748f_ea9b;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut decided = [0usize; 2];
+        for p in &all {
+            let schema = serde_json::json!({ "pattern": p });
+            let quick = Quick::new(&schema);
+            let validator = jsonschema::draft202012::new(&schema).expect("pattern compiles");
+            for i in 0..2_000 {
+                // Every other string from the characters most patterns
+                // accept, so that as many match as do not.
+                let alphabet = if i % 2 == 0 { &ALPHABET[..9] } else { ALPHABET };
+                let len = (next() % 24) as usize;
+                let text: String = (0..len)
+                    .map(|_| char::from(alphabet[(next() % alphabet.len() as u64) as usize]))
+                    .collect();
+                let value = Value::String(text);
+                let verdict = quick.verdict(&schema, &value);
+                if verdict != Verdict::Unsure {
+                    decided[usize::from(verdict == Verdict::Valid)] += 1;
+                    assert_eq!(
+                        verdict == Verdict::Valid,
+                        validator.is_valid(&value),
+                        "{p} against {value}"
+                    );
+                }
+            }
+        }
+        let [invalid, valid] = decided;
+        assert!(
+            valid > all.len() * 100 && invalid > all.len() * 500,
+            "valid {valid}, invalid {invalid}"
+        );
+    }
+
     /// Every example's definitions and project file are decided without
     /// compiling: a keyword the quick check does not know, added to the
     /// schema, would send every build to the compiler again.
