@@ -215,14 +215,7 @@ struct Series(Vec<Sample>);
 
 impl Series {
     fn median_by(&self, f: impl Fn(&Sample) -> Duration) -> Duration {
-        let mut sorted: Vec<Duration> = self.0.iter().map(f).collect();
-        sorted.sort();
-        let mid = sorted.len() / 2;
-        match sorted.len() {
-            0 => Duration::ZERO,
-            n if n.is_multiple_of(2) => (sorted[mid - 1] + sorted[mid]) / 2,
-            _ => sorted[mid],
-        }
+        median_of(&self.0.iter().map(f).collect::<Vec<_>>())
     }
 
     fn median(&self) -> Duration {
@@ -247,19 +240,13 @@ impl Series {
     /// no-op's spread between runs (tens of milliseconds on a busy machine)
     /// cancels out of what an edit adds to it.
     fn above(&self, floor: &Series, f: impl Fn(&Sample) -> Duration) -> f64 {
-        let mut d: Vec<f64> = self
+        let d: Vec<f64> = self
             .0
             .iter()
             .zip(&floor.0)
             .map(|(a, b)| secs(f(a)) - secs(f(b)))
             .collect();
-        d.sort_by(f64::total_cmp);
-        let mid = d.len() / 2;
-        match d.len() {
-            0 => 0.0,
-            n if n.is_multiple_of(2) => (d[mid - 1] + d[mid]) / 2.0,
-            _ => d[mid],
-        }
+        median(d, f64::total_cmp, |a, b| (a + b) / 2.0).unwrap_or(0.0)
     }
 
     fn peak_rss_mib(&self) -> f64 {
@@ -1042,12 +1029,21 @@ fn count_tree(dir: &Path) -> usize {
 }
 
 fn median_of(times: &[Duration]) -> Duration {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    let mid = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) {
-        (sorted[mid - 1] + sorted[mid]) / 2
-    } else {
-        sorted[mid]
+    median(times.to_vec(), Duration::cmp, |a, b| (a + b) / 2).unwrap_or_default()
+}
+
+/// The middle of `values` (the mean of the middle two of an even count);
+/// `None` for none.
+fn median<T: Copy>(
+    mut values: Vec<T>,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    mean: impl Fn(T, T) -> T,
+) -> Option<T> {
+    values.sort_by(cmp);
+    let mid = values.len() / 2;
+    match values.len() {
+        0 => None,
+        n if n.is_multiple_of(2) => Some(mean(values[mid - 1], values[mid])),
+        _ => Some(values[mid]),
     }
 }

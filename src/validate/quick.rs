@@ -39,18 +39,6 @@ impl Verdict {
         if b { Valid } else { Invalid }
     }
 
-    /// Both hold (Kleene's "and": one certain failure decides).
-    fn and(self, other: impl FnOnce() -> Self) -> Self {
-        match self {
-            Invalid => Invalid,
-            Valid => other(),
-            Unsure => match other() {
-                Invalid => Invalid,
-                _ => Unsure,
-            },
-        }
-    }
-
     fn not(self) -> Self {
         match self {
             Valid => Invalid,
@@ -105,6 +93,14 @@ impl Quick {
         let mut patterns = HashMap::new();
         collect(schema, &mut patterns);
         Quick { patterns }
+    }
+
+    /// The patterns of the schema, sorted.
+    #[cfg(test)]
+    pub fn patterns(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self.patterns.keys().map(String::as_str).collect();
+        all.sort_unstable();
+        all
     }
 
     /// Whether `instance` is valid against `root`, the schema this was
@@ -169,14 +165,9 @@ impl Eval<'_> {
             Value::Object(map) => map,
             _ => return Unsure,
         };
-        let mut verdict = Valid;
-        for (keyword, value) in map {
-            verdict = verdict.and(|| self.keyword(map, keyword, value, instance, depth));
-            if verdict == Invalid {
-                break;
-            }
-        }
-        verdict
+        all(map
+            .iter()
+            .map(|(keyword, value)| self.keyword(map, keyword, value, instance, depth)))
     }
 
     fn keyword(
@@ -315,20 +306,12 @@ impl Eval<'_> {
             // Pairs are compared one by one: a long array is left to the
             // compiled validator, which hashes.
             ("uniqueItems", Value::Bool(true)) if items.len() > UNIQUE => Unsure,
-            ("uniqueItems", Value::Bool(true)) => {
-                let mut verdict = Valid;
-                for (i, a) in items.iter().enumerate() {
-                    for b in &items[i + 1..] {
-                        // Two equal items fail it; items unsure of
-                        // each other leave it unsure.
-                        verdict = verdict.and(|| equal(a, b, 0).not());
-                        if verdict == Invalid {
-                            return Invalid;
-                        }
-                    }
-                }
-                verdict
-            }
+            // Two equal items fail it; items unsure of each other leave it
+            // unsure.
+            ("uniqueItems", Value::Bool(true)) => all(items
+                .iter()
+                .enumerate()
+                .flat_map(|(i, a)| items[i + 1..].iter().map(move |b| equal(a, b, 0).not()))),
             _ => Unsure,
         }
     }
@@ -351,13 +334,15 @@ impl Eval<'_> {
     }
 }
 
-/// Every verdict holds.
+/// Every verdict holds (Kleene's "and": one certain failure decides, and
+/// the verdicts after it are not worked out).
 fn all(verdicts: impl Iterator<Item = Verdict>) -> Verdict {
     let mut out = Valid;
     for v in verdicts {
-        out = out.and(|| v);
-        if out == Invalid {
-            break;
+        match v {
+            Invalid => return Invalid,
+            Unsure => out = Unsure,
+            Valid => {}
         }
     }
     out

@@ -787,23 +787,10 @@ mod tests {
     /// of (a fixed seed, so every run checks the same strings).
     #[test]
     fn the_quick_check_matches_patterns_as_the_validator_does() {
-        fn patterns(v: &Value, out: &mut Vec<String>) {
-            match v {
-                Value::Object(m) => {
-                    if let Some(Value::String(p)) = m.get("pattern")
-                        && !out.contains(p)
-                    {
-                        out.push(p.clone());
-                    }
-                    m.values().for_each(|v| patterns(v, out));
-                }
-                Value::Array(a) => a.iter().for_each(|v| patterns(v, out)),
-                _ => {}
-            }
-        }
-        let mut all = Vec::new();
-        patterns(&TRAINING_JOB_LEAN.json, &mut all);
-        patterns(&PROJECT.json, &mut all);
+        let mut all = TRAINING_JOB_LEAN.quick.patterns();
+        all.extend(PROJECT.quick.patterns());
+        all.sort_unstable();
+        all.dedup();
         assert!(all.len() >= 10, "{all:?}");
         const ALPHABET: &[u8] = b"aAzZ09-._/:~ @\t\\$^[]{}()*+?|,=%#!\"'";
         let mut state: u64 = 0x853c_49e6_748f_ea9b;
