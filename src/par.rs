@@ -14,17 +14,20 @@ use std::thread;
 /// taking one costs nothing beside its items.
 const BLOCKS: usize = 8;
 
+/// Asked once: on Linux each answer reads the cgroup's CPU quota (three
+/// files), and an edit's build maps a dozen times, mostly over one item.
 fn threads() -> usize {
-    thread::available_parallelism().map_or(1, NonZeroUsize::get)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 /// `items.iter().map(f).collect()`, spread over the available cores. The
 /// output order is the input order, whatever the scheduling.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = threads();
-    if threads <= 1 || items.len() < 2 {
+    if items.len() < 2 || threads() <= 1 {
         return items.iter().map(f).collect();
     }
+    let threads = threads();
     let blocks: Vec<&[T]> = items
         .chunks(items.len().div_ceil(threads * BLOCKS))
         .collect();
@@ -36,10 +39,10 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 /// `items.into_iter().map(f).collect()`, spread over the available cores
 /// like [`map`], for work that takes its item by value.
 pub fn map_owned<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    let threads = threads();
-    if threads <= 1 || items.len() < 2 {
+    if items.len() < 2 || threads() <= 1 {
         return items.into_iter().map(f).collect();
     }
+    let threads = threads();
     let size = items.len().div_ceil(threads * BLOCKS);
     let mut blocks = Vec::with_capacity(threads * BLOCKS);
     let mut items = items.into_iter();

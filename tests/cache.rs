@@ -54,11 +54,22 @@ impl Project {
             .expect("trainc runs")
     }
 
+    /// The records' heads.
     fn records(&self) -> Vec<PathBuf> {
+        self.builds("rec")
+    }
+
+    /// The pieces of the records.
+    fn pieces(&self) -> Vec<PathBuf> {
+        self.builds("piece")
+    }
+
+    fn builds(&self, extension: &str) -> Vec<PathBuf> {
         let dir = self.cache.path().join("builds");
         let mut out: Vec<PathBuf> = fs::read_dir(dir)
             .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
+        out.retain(|p| p.extension().is_some_and(|e| e == extension));
         out.sort();
         out
     }
@@ -450,43 +461,74 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         assert_eq!(stderr(&o), format!("cache: compiling, because {why}\n"));
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
     }
-    // A record cut short, or with a byte changed (in the snapshots, or in
-    // the per-file part only an incremental build reads), is not believed:
-    // the build compiles everything, as without the cache, and records anew.
+    // A record whose head or any piece is cut short, has a byte changed
+    // or is gone (a piece of the snapshots, or of the per-file part only
+    // an incremental build reads: hence the edit) is not believed: the
+    // build compiles everything, as without the cache, and records anew.
     let before = p.output();
-    for damage in ["cut", "snapshots", "per-file part"] {
-        let mut bytes = fs::read(&record).expect("read");
+    let pieces = p.pieces().len();
+    assert_eq!(
+        pieces, 3,
+        "the two directories' snapshots, the per-file part"
+    );
+    let mut rate = ["0.001", "0.002"];
+    // Each piece by its size, which tells them apart across the edits.
+    let by_size = |i: usize| {
+        let mut pieces = p.pieces();
+        pieces.sort_by_key(|f| fs::metadata(f).expect("stat").len());
+        pieces[i].clone()
+    };
+    let mut damages = vec![("head cut", None), ("head changed", None)];
+    for i in 0..pieces {
+        for what in ["piece cut", "piece changed", "piece gone"] {
+            damages.push((what, Some(i)));
+        }
+    }
+    for (damage, piece) in damages {
+        let file = piece.map_or_else(|| record.clone(), by_size);
+        let mut bytes = fs::read(&file).expect("read");
         match damage {
-            "cut" => bytes.truncate(bytes.len() / 2),
-            "snapshots" => bytes[100] ^= 0x10,
+            "head cut" | "piece cut" => bytes.truncate(bytes.len() / 2),
+            "piece gone" => bytes.clear(),
             _ => {
                 let i = bytes.len() - 30;
                 bytes[i] ^= 0x01;
             }
         }
-        fs::write(&record, &bytes).expect("write");
-        if damage == "per-file part" {
-            p.edit(
-                "jobs/mnist.yaml",
-                "learning_rate: 0.001",
-                "learning_rate: 0.002",
-            );
+        if bytes.is_empty() {
+            fs::remove_file(&file).expect("rm");
+        } else {
+            fs::write(&file, &bytes).expect("write");
         }
+        p.edit(
+            "jobs/mnist.yaml",
+            &format!("learning_rate: {}", rate[0]),
+            &format!("learning_rate: {}", rate[1]),
+        );
+        rate.reverse();
         let o = p.run(&["build", "-v"]);
         assert!(o.status.success(), "{damage}: {}", stderr(&o));
         assert_eq!(
             stderr(&o),
             "cache: compiling, because the record is damaged\n",
-            "{damage}"
+            "{damage} {}",
+            file.display()
         );
         assert_eq!(p.output(), p.fresh_output(), "{damage}");
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT, "{damage}");
+        assert_eq!(
+            p.pieces().len(),
+            pieces,
+            "{damage}: the damaged piece is replaced"
+        );
     }
-    p.edit(
-        "jobs/mnist.yaml",
-        "learning_rate: 0.002",
-        "learning_rate: 0.001",
-    );
+    if rate[0] != "0.001" {
+        p.edit(
+            "jobs/mnist.yaml",
+            "learning_rate: 0.002",
+            "learning_rate: 0.001",
+        );
+    }
     assert!(p.run(&["build"]).status.success());
     assert_eq!(p.output(), before);
 
@@ -793,22 +835,50 @@ fn an_edit_compiles_only_the_file_that_changed() {
 /// edit and the next no-op.
 #[test]
 fn an_edit_among_hundreds_of_files_is_patched() {
+    use std::os::unix::fs::MetadataExt as _;
     let p = Project::many(300);
+    let pieces = || -> std::collections::BTreeMap<PathBuf, u64> {
+        p.pieces()
+            .into_iter()
+            .map(|f| {
+                let ino = fs::metadata(&f).expect("stat").ino();
+                (f, ino)
+            })
+            .collect()
+    };
     for (file, from, to) in [
         ("job-150", "0.001", "0.01"),
         ("job-15", "0.001", "0.01"),
         ("job-150", "0.01", "0.02"),
     ] {
+        let before = pieces();
         p.build_after_rate_edit(file, from, to, 300);
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+        // The record is written where the edit is: the piece of the output
+        // directory's snapshot that holds the job's files (two, if they
+        // straddle a cut) and the piece of the per-file part that holds the
+        // definition's. The others are left as they were; the pieces no
+        // longer named are gone.
+        let after = pieces();
+        let new = after
+            .iter()
+            .filter(|(f, ino)| before.get(*f) != Some(ino))
+            .count();
+        assert!(
+            (2..=3).contains(&new),
+            "{new} pieces written of {}",
+            after.len()
+        );
+        assert!(after.len() > 8, "{} pieces", after.len());
+        assert_eq!(after.len(), before.len());
     }
     assert_eq!(p.output(), p.fresh_output());
 }
 
 /// An edit made once the last build's files are no longer racy, as in
-/// everyday use: the record written after it copies the entries of the
-/// files that did not change from the record it read (the debug build
-/// the tests run checks every such record against the whole encoding),
+/// everyday use: the record written after it names again the pieces of
+/// the record it read that hold no changed entry (the debug build the
+/// tests run checks every such piece against the encoding of its entries),
 /// and it vouches for the output like any other. So does the record a
 /// no-op rewrites after hashing files again (here: after a `touch`).
 #[test]

@@ -1,6 +1,8 @@
 //! The byte encoding of build-cache records: length-prefixed fields and
 //! LEB128 integers, no field names, paths of a snapshot stored as the
-//! bytes they add to the path before them.
+//! bytes they add to the path before them. A record is a head and the
+//! [`Piece`]s it names, so that a build after an edit writes only where
+//! the edit is.
 //!
 //! A record is untrusted input (another process may have truncated or
 //! scribbled on it): every read is bounds-checked, no count is trusted for
@@ -305,36 +307,63 @@ use crate::pipeline::Summary;
 /// format 5 or older is JSON, and starts with `{`.
 pub const MAGIC: &[u8] = b"trainc build record\n";
 
-/// [`write`] into a buffer.
-#[cfg(test)]
-pub fn encode(record: &Record, files: Option<&[u8]>) -> Vec<u8> {
-    let mut out = Vec::new();
-    let _ = write(record, files, &[], &mut out);
-    out
+/// Snapshot entries per piece (about 60 KB): an edit of one job rewrites
+/// the one or two pieces of its directory that hold its files.
+pub const ENTRIES_PER_PIECE: usize = 1024;
+/// Definition files' records per piece (about 80 KB).
+pub const SOURCES_PER_PIECE: usize = 64;
+
+/// A run of a record's items (a directory's snapshot entries, or the
+/// definition files' records), kept in a file of its own named by the
+/// [`checksum`] of its bytes. A build after an edit writes the pieces that
+/// hold what changed and a head that names them all, and leaves the other
+/// pieces where they are: a record written whole after every edit was
+/// most of what an edit's `build` paid beyond the jobs it compiled, and
+/// it grew with the project (11 MB at 5,000 jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub sum: u64,
+    /// Its length in bytes.
+    pub len: usize,
+    /// How many items it holds; never none.
+    pub items: usize,
 }
 
-/// Writes a record's bytes to `out`: the magic, the format, then two
-/// sections: what a no-op build reads (the key, contexts and snapshots),
-/// and the per-definition-file part only an incremental build reads: the
-/// record's, or `files` as [`decode`] left it. A section is its length, its
-/// bytes, and their [`checksum`]; each is written as it was built, not
-/// copied into one buffer (a record of 1,000 jobs is 2 MB).
-pub fn write(
-    record: &Record,
-    files: Option<&[u8]>,
-    reuse: &[Option<Reuse>],
-    out: &mut impl std::io::Write,
-) -> std::io::Result<()> {
-    let entries: usize = record
-        .outputs
-        .iter()
-        .flat_map(|(_, e)| e)
-        .map(Vec::len)
-        .sum();
-    // Most entries take 40-70 bytes: one allocation, no copies as it grows.
-    let mut main = Writer {
-        buf: Vec::with_capacity(entries * 72 + 4096),
-    };
+/// A record as [`write()`] encodes it: its head, the pieces it names, and
+/// the bytes of those that were not read with the record it came from.
+pub struct Encoded {
+    pub head: Vec<u8>,
+    pub named: Vec<Piece>,
+    pub pieces: Vec<(Piece, Vec<u8>)>,
+}
+
+/// The per-file part of a record read, as its head names it; only an
+/// incremental build reads its pieces ([`decode_files`]).
+#[derive(Debug, Clone)]
+pub struct FilesRef {
+    /// [`super::Request::global_key`] of the build.
+    pub global: String,
+    pub pieces: Vec<Piece>,
+}
+
+/// [`write()`] with nothing reused.
+#[cfg(test)]
+pub fn encode(record: &Record) -> Encoded {
+    write(record, &[])
+}
+
+/// A record's head and new pieces. The head is the magic, the format, and
+/// one section (its length, its bytes, their [`checksum`]): the key,
+/// contexts and destinations, each directory's snapshot as the pieces
+/// that hold it, and the per-file part as its pieces: the record's
+/// `files` when it has them, else `read_files` as read. `reuse`: for each
+/// directory, its snapshot's pieces as read and which entries changed
+/// since; a piece none of whose entries changed is named again, not
+/// written.
+pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Encoded {
+    let mut pieces = Vec::new();
+    let mut named = Vec::new();
+    let mut main = Writer::default();
     main.str(&record.key);
     // A few contexts at most: their JSON costs nothing to parse.
     main.bytes(&serde_json::to_vec(&record.contexts).unwrap_or_default());
@@ -350,47 +379,180 @@ pub fn write(
             None => main.u8(0),
             Some(entries) => {
                 main.u8(1);
-                match reuse.get(i).and_then(Option::as_ref) {
-                    Some(r) => r.write(&mut main, entries),
-                    None => write_entries(&mut main, entries),
-                }
+                let reuse = reuse.get(i).and_then(Option::as_ref);
+                let list = entry_pieces(entries, reuse, &mut pieces);
+                write_pieces(&mut main, &list);
+                named.extend(list);
             }
         }
     }
-    let built;
-    let files = match files {
-        Some(raw) => raw,
-        None => {
-            let mut w = Writer::default();
-            match &record.files {
-                None => w.u8(0),
-                Some(f) => {
-                    let size = f
-                        .sources
-                        .iter()
-                        .map(|s| s.body.as_ref().map_or(256, Vec::len) + 128)
-                        .sum();
-                    w.buf.reserve(size);
-                    w.u8(1);
-                    write_files(&mut w, f);
-                }
-            }
-            built = w.buf;
-            &built
+    match (&record.files, &record.read_files) {
+        (Some(files), _) => {
+            main.u8(1);
+            main.str(&files.global);
+            let list = source_pieces(files, &mut pieces);
+            write_pieces(&mut main, &list);
+            named.extend(list);
         }
-    };
+        (None, Some(read)) => {
+            main.u8(1);
+            main.str(&read.global);
+            write_pieces(&mut main, &read.pieces);
+            named.extend_from_slice(&read.pieces);
+        }
+        (None, None) => main.u8(0),
+    }
     let mut head = Writer::default();
     head.fixed(MAGIC);
     head.uint(u128::from(record.format));
-    head.usize(main.buf.len());
-    out.write_all(&head.buf)?;
-    out.write_all(&main.buf)?;
-    let mut mid = Writer::default();
-    mid.fixed(&checksum(&main.buf).to_le_bytes());
-    mid.usize(files.len());
-    out.write_all(&mid.buf)?;
-    out.write_all(files)?;
-    out.write_all(&checksum(files).to_le_bytes())
+    head.bytes(&main.buf);
+    head.fixed(&checksum(&main.buf).to_le_bytes());
+    Encoded {
+        head: head.buf,
+        named,
+        pieces,
+    }
+}
+
+fn write_pieces(w: &mut Writer, pieces: &[Piece]) {
+    w.usize(pieces.len());
+    for p in pieces {
+        w.fixed(&p.sum.to_le_bytes());
+        w.usize(p.len);
+        w.usize(p.items);
+    }
+}
+
+fn read_pieces(r: &mut Reader) -> Result<Vec<Piece>> {
+    r.list(|r| {
+        let sum = u64::from_le_bytes(r.fixed(8)?.try_into().map_err(|_| Damaged)?);
+        let len = r.usize()?;
+        let items = r.usize()?;
+        // Every item takes a byte at least.
+        if items == 0 || items > len {
+            return Err(Damaged);
+        }
+        Ok(Piece { sum, len, items })
+    })
+}
+
+/// Where `n` items are cut into pieces: as the pieces `read` cut them
+/// when they hold `n` items (then `true`), else into runs of `size`.
+fn cuts(n: usize, read: Option<&[Piece]>, size: usize) -> (Vec<std::ops::Range<usize>>, bool) {
+    if let Some(read) = read
+        && read.iter().try_fold(0usize, |n, p| n.checked_add(p.items)) == Some(n)
+    {
+        let mut at = 0;
+        let cuts = read
+            .iter()
+            .map(|p| {
+                at += p.items;
+                at - p.items..at
+            })
+            .collect();
+        return (cuts, true);
+    }
+    let cuts = (0..n).step_by(size).map(|s| s..(s + size).min(n)).collect();
+    (cuts, false)
+}
+
+fn new_piece(buf: Vec<u8>, items: usize, pieces: &mut Vec<(Piece, Vec<u8>)>) -> Piece {
+    let p = Piece {
+        sum: checksum(&buf),
+        len: buf.len(),
+        items,
+    };
+    pieces.push((p, buf));
+    p
+}
+
+/// A directory's snapshot as the pieces that hold it: those of `reuse`
+/// whose entries are all as read, and new ones for the others.
+fn entry_pieces(
+    entries: &[Entry],
+    reuse: Option<&Reuse>,
+    pieces: &mut Vec<(Piece, Vec<u8>)>,
+) -> Vec<Piece> {
+    let read = reuse
+        .filter(|r| r.dirty.is_sorted_by(|a, b| a < b))
+        .map(|r| r.pieces);
+    let (cuts, as_read) = cuts(entries.len(), read, ENTRIES_PER_PIECE);
+    let mut dirty = reuse.map_or(&[][..], |r| r.dirty).iter().peekable();
+    let mut out = Vec::with_capacity(cuts.len());
+    for (k, cut) in cuts.into_iter().enumerate() {
+        let mut touched = false;
+        while dirty.next_if(|&&i| i < cut.end).is_some() {
+            touched = true;
+        }
+        let encode = |entries: &[Entry]| {
+            let mut w = Writer {
+                buf: Vec::with_capacity(entries.len() * 72),
+            };
+            let mut prev = "";
+            for e in entries {
+                write_entry(&mut w, prev, e);
+                prev = &e.path;
+            }
+            w.buf
+        };
+        match read.and_then(|r| r.get(k)) {
+            Some(&p) if as_read && !touched => {
+                // The tests build in debug: every piece named again is
+                // checked against the encoding of what it holds.
+                debug_assert_eq!(
+                    checksum(&encode(&entries[cut])),
+                    p.sum,
+                    "a piece named again differs"
+                );
+                out.push(p);
+            }
+            _ => out.push(new_piece(encode(&entries[cut.clone()]), cut.len(), pieces)),
+        }
+    }
+    out
+}
+
+/// The definition files' records as the pieces that hold them: those read
+/// whose records are all as read, at the same places, and new ones for
+/// the others.
+fn source_pieces(files: &Files, pieces: &mut Vec<(Piece, Vec<u8>)>) -> Vec<Piece> {
+    let read = (!files.pieces.is_empty()).then_some(&files.pieces[..]);
+    let (cuts, as_read) = cuts(files.sources.len(), read, SOURCES_PER_PIECE);
+    let encode = |sources: &[SourceRecord]| {
+        let size = sources
+            .iter()
+            .map(|s| s.body.as_ref().map_or(256, Vec::len) + 128)
+            .sum();
+        let mut w = Writer {
+            buf: Vec::with_capacity(size),
+        };
+        for s in sources {
+            write_source(&mut w, s);
+        }
+        w.buf
+    };
+    let mut out = Vec::with_capacity(cuts.len());
+    for (k, cut) in cuts.into_iter().enumerate() {
+        let same = cut
+            .clone()
+            .all(|i| files.sources[i].body.is_some() && files.sources[i].at == Some(i));
+        match read.and_then(|r| r.get(k)) {
+            Some(&p) if as_read && same => {
+                debug_assert_eq!(
+                    checksum(&encode(&files.sources[cut])),
+                    p.sum,
+                    "a piece named again differs"
+                );
+                out.push(p);
+            }
+            _ => out.push(new_piece(
+                encode(&files.sources[cut.clone()]),
+                cut.len(),
+                pieces,
+            )),
+        }
+    }
+    out
 }
 
 fn read_section<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
@@ -453,67 +615,105 @@ pub fn format(bytes: &[u8]) -> Option<u32> {
     Reader::new(rest).u32().ok()
 }
 
-/// The record in `bytes` (of the current format: see [`format()`]), but
-/// for the per-file part, returned undecoded (see [`decode_files`]).
-pub fn decode(bytes: &[u8]) -> Result<(Record, &[u8])> {
-    let mut r = Reader::new(bytes.strip_prefix(MAGIC).ok_or(Damaged)?);
+/// The bytes of a piece, as `fetch` reads them, when they are the piece's
+/// length and checksum: a piece that another record left, or that was
+/// damaged, is not believed.
+fn fetched(p: &Piece, fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> Result<Vec<u8>> {
+    let bytes = fetch(p).ok_or(Damaged)?;
+    if bytes.len() != p.len || checksum(&bytes) != p.sum {
+        return Err(Damaged);
+    }
+    Ok(bytes)
+}
+
+/// The record whose head is `head` (of the current format: see
+/// [`format()`]), each directory's snapshot read from the pieces `fetch`
+/// reads; the per-file part is left in its pieces ([`decode_files`]).
+pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> Result<Record> {
+    let mut r = Reader::new(head.strip_prefix(MAGIC).ok_or(Damaged)?);
     let format = r.u32()?;
-    let section = read_section(&mut r)?;
-    let mut main = Reader::new(section);
-    let files = read_section(&mut r)?;
+    let mut main = Reader::new(read_section(&mut r)?);
     if !r.is_empty() {
         return Err(Damaged);
     }
-    // Where `main` is in `bytes`: entries are located in the record itself.
-    let origin = section.as_ptr() as usize - bytes.as_ptr() as usize + section.len();
     let key = main.string()?;
     let contexts = serde_json::from_slice(main.bytes()?).map_err(|_| Damaged)?;
     let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
-    let mut spans = Vec::new();
+    let mut pieces = Vec::new();
     let outputs = main.list(|r| {
         let dir = path(r)?;
         let entries = match r.u8()? {
             0 => {
-                spans.push(None);
+                pieces.push(None);
                 None
             }
             1 => {
-                let mut at = Vec::new();
-                let entries = read_entries(r, |r| at.push(origin - r.buf.len()))?;
-                spans.push(Some(at));
+                let list = read_pieces(r)?;
+                let mut entries = Vec::new();
+                for p in &list {
+                    read_entries(&fetched(p, fetch)?, p.items, &mut entries)?;
+                }
+                pieces.push(Some(list));
                 Some(entries)
             }
             _ => return Err(Damaged),
         };
         Ok((dir, entries))
     })?;
+    let read_files = match main.u8()? {
+        0 => None,
+        1 => Some(FilesRef {
+            global: main.string()?,
+            pieces: read_pieces(&mut main)?,
+        }),
+        _ => return Err(Damaged),
+    };
     if !main.is_empty() {
         return Err(Damaged);
     }
-    let record = Record {
+    Ok(Record {
         format,
         key,
         contexts,
         dests,
         outputs,
-        spans,
+        pieces,
         files: None,
-    };
-    Ok((record, files))
+        read_files,
+    })
 }
 
-/// The per-file part of a record, as [`decode`] left it.
-pub fn decode_files(bytes: &[u8]) -> Result<Option<Files>> {
-    let mut r = Reader::new(bytes);
-    let files = match r.u8()? {
-        0 => None,
-        1 => Some(read_files(&mut r)?),
-        _ => return Err(Damaged),
-    };
-    if !r.is_empty() {
-        return Err(Damaged);
+/// The per-file part of a record, from the pieces `fetch` reads; each
+/// file's parts are left undecoded ([`decode_parts`]): an incremental
+/// build decodes only the files that changed.
+pub fn decode_files(
+    files: &FilesRef,
+    fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>,
+) -> Result<Files> {
+    let mut sources = Vec::new();
+    for p in &files.pieces {
+        let bytes = fetched(p, fetch)?;
+        let mut r = Reader::new(&bytes);
+        for _ in 0..p.items {
+            let at = Some(sources.len());
+            sources.push(SourceRecord {
+                path: path(&mut r)?,
+                hash: read_hash(&mut r)?,
+                warned: r.bool()?,
+                parts: Vec::new(),
+                body: Some(r.bytes()?.to_vec()),
+                at,
+            });
+        }
+        if !r.is_empty() {
+            return Err(Damaged);
+        }
     }
-    Ok(files)
+    Ok(Files {
+        global: files.global.clone(),
+        sources,
+        pieces: files.pieces.clone(),
+    })
 }
 
 fn path(r: &mut Reader) -> Result<PathBuf> {
@@ -566,61 +766,14 @@ fn read_hash(r: &mut Reader) -> Result<String> {
 }
 
 /// A directory's snapshot as the record it was read from holds it, to be
-/// copied into the next record but for the entries that changed. After
-/// one edit of 1,000 jobs, 13 of 19,000 entries change; encoding them all
-/// again was nearly half of what the edit cost above a no-op build, and it
-/// grew with the output, not with the edit.
+/// named again by the next record but for the pieces whose entries
+/// changed. After one edit of 1,000 jobs, 13 of 19,000 entries change.
 pub struct Reuse<'a> {
-    /// The record the snapshot was read from.
-    pub bytes: &'a [u8],
-    /// Where [`decode`] found each entry ([`Record`]'s `spans`): entry `i`
-    /// is `bytes[at[i]..at[i + 1]]`.
-    pub at: &'a [usize],
-    /// The entries changed since, in order: encoded again. Every other is
-    /// the one read, at the same place in the list, after the same path;
-    /// [`decode`] takes each value only in the one encoding [`write()`]
-    /// gives it, so its bytes are what encoding it again would write.
+    /// The pieces the snapshot was read from ([`Record`]'s `pieces`).
+    pub pieces: &'a [Piece],
+    /// The entries changed since, in order: their pieces are written
+    /// again. Every other is the one read, at the same place in the list.
     pub dirty: &'a [usize],
-}
-
-impl Reuse<'_> {
-    /// `entries` as [`write_entries`] writes them, copying what is clean.
-    fn write(&self, w: &mut Writer, entries: &[Entry]) {
-        let start = w.buf.len();
-        let fits = self.at.len() == entries.len() + 1
-            && self.at.is_sorted()
-            && self.at.last().is_some_and(|&end| end <= self.bytes.len())
-            && self.dirty.is_sorted_by(|a, b| a < b)
-            && self.dirty.last().is_none_or(|&i| i < entries.len());
-        if !fits {
-            return write_entries(w, entries);
-        }
-        w.usize(entries.len());
-        let mut from = 0;
-        for &i in self.dirty {
-            w.fixed(&self.bytes[self.at[from]..self.at[i]]);
-            let prev = i.checked_sub(1).map_or("", |p| entries[p].path.as_str());
-            write_entry(w, prev, &entries[i]);
-            from = i + 1;
-        }
-        w.fixed(&self.bytes[self.at[from]..self.at[entries.len()]]);
-        // The tests build in debug: every record they write this way is
-        // checked against the whole encoding.
-        if cfg!(debug_assertions) {
-            let mut whole = Writer::default();
-            write_entries(&mut whole, entries);
-            debug_assert!(w.buf[start..] == whole.buf[..], "a reused snapshot differs");
-        }
-    }
-}
-
-fn write_entries(w: &mut Writer, entries: &[Entry]) {
-    w.usize(entries.len());
-    let mut prev = "";
-    for e in entries {
-        write_entry(w, prev, e);
-        prev = &e.path;
-    }
 }
 
 /// One entry, its path written as what it adds to `prev`, the path of the
@@ -647,14 +800,18 @@ fn write_entry(w: &mut Writer, prev: &str, e: &Entry) {
     }
 }
 
-/// The entries of a snapshot; `mark` is called before each and after the
-/// last, to say where they lie.
-fn read_entries(r: &mut Reader, mut mark: impl FnMut(&Reader)) -> Result<Vec<Entry>> {
-    let n = r.count()?;
-    let mut out: Vec<Entry> = Vec::with_capacity(n);
+/// The `n` entries of a snapshot's piece, after those of the pieces
+/// before it in `out`.
+fn read_entries(bytes: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<()> {
+    let mut r = Reader::new(bytes);
+    let first = out.len();
+    out.reserve(n);
     for _ in 0..n {
-        mark(r);
-        let path = r.string_after(out.last().map_or("", |e| e.path.as_str()))?;
+        let prev = match out.last() {
+            Some(e) if out.len() > first => e.path.as_str(),
+            _ => "",
+        };
+        let path = r.string_after(prev)?;
         let flags = r.u8()?;
         let kind = match flags & 3 {
             0 => Kind::File,
@@ -675,15 +832,17 @@ fn read_entries(r: &mut Reader, mut mark: impl FnMut(&Reader)) -> Result<Vec<Ent
                     mtime: r.int()?,
                     ctime: r.int()?,
                 },
-                hash: read_hash(r)?,
+                hash: read_hash(&mut r)?,
                 racy: flags & 8 != 0,
             }),
             _ => return Err(Damaged),
         };
         out.push(Entry { path, kind, file });
     }
-    mark(r);
-    Ok(out)
+    if !r.is_empty() {
+        return Err(Damaged);
+    }
+    Ok(())
 }
 
 fn write_strs(w: &mut Writer, items: &[String]) {
@@ -705,21 +864,17 @@ fn read_strs(r: &mut Reader) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn write_files(w: &mut Writer, files: &Files) {
-    w.str(&files.global);
-    w.usize(files.sources.len());
-    for s in &files.sources {
-        write_path(w, &s.path);
-        write_hash(w, &s.hash);
-        w.u8(u8::from(s.warned));
-        // A record read and not decoded is written back as it was read.
-        match &s.body {
-            Some(body) => w.bytes(body),
-            None => {
-                let mut body = Writer::default();
-                write_parts(&mut body, &s.parts);
-                w.bytes(&body.buf);
-            }
+fn write_source(w: &mut Writer, s: &SourceRecord) {
+    write_path(w, &s.path);
+    write_hash(w, &s.hash);
+    w.u8(u8::from(s.warned));
+    // A record read and not decoded is written back as it was read.
+    match &s.body {
+        Some(body) => w.bytes(body),
+        None => {
+            let mut body = Writer::default();
+            write_parts(&mut body, &s.parts);
+            w.bytes(&body.buf);
         }
     }
 }
@@ -763,22 +918,6 @@ fn write_parts(w: &mut Writer, parts: &[PartRecord]) {
             }
         }
     }
-}
-
-/// The per-file part, each file's parts left undecoded ([`decode_parts`]):
-/// an incremental build decodes only the files that changed.
-fn read_files(r: &mut Reader) -> Result<Files> {
-    let global = r.string()?;
-    let sources = r.list(|r| {
-        Ok(SourceRecord {
-            path: path(r)?,
-            hash: read_hash(r)?,
-            warned: r.bool()?,
-            parts: Vec::new(),
-            body: Some(r.bytes()?.to_vec()),
-        })
-    })?;
-    Ok(Files { global, sources })
 }
 
 /// The parts of a file's record, as [`write_parts`] wrote them.
@@ -1063,10 +1202,9 @@ mod tests {
         }
         // A file with no signature or hash.
         let mut w = Writer::default();
-        w.usize(1);
         w.str_after("", "a.yaml");
         w.u8(0);
-        assert_eq!(read_entries(&mut Reader::new(&w.buf), |_| {}), Err(Damaged));
+        assert_eq!(read_entries(&w.buf, 1, &mut Vec::new()), Err(Damaged));
         for n in [0, 1, 127, 128, 300, u128::from(u64::MAX), u128::MAX] {
             let mut w = Writer::default();
             w.uint(n);
@@ -1074,43 +1212,38 @@ mod tests {
         }
     }
 
-    /// A record whose entry says what it says in another encoding than
+    /// A piece whose entry says what it says in another encoding than
     /// the writer's (here a path that shares less of the one before it)
-    /// is damaged, not read: written back with its entries copied, it
-    /// would not be the record encoded whole.
+    /// is damaged, not read: named again, it would not be the piece its
+    /// entries encode to.
     #[test]
-    fn a_record_in_another_encoding_is_damaged() {
-        let bytes = encode(&record(), None);
-        let (read, _) = decode(&bytes).unwrap();
-        let at = read.spans[0].as_ref().unwrap();
-        let entries = read.outputs[0].1.as_ref().unwrap();
+    fn a_piece_in_another_encoding_is_damaged() {
+        let r = record();
+        let entries = r.outputs[0].1.as_ref().unwrap();
         assert_eq!(entries[2].path, "ml/a");
-        let mut r = Reader::new(&bytes[at[2]..]);
-        r.string_after(&entries[1].path).unwrap();
-        let path_end = bytes.len() - r.buf.len();
-        let mut r = Reader::new(bytes.strip_prefix(MAGIC).unwrap());
-        let format = r.u32().unwrap();
-        let main = r.bytes().unwrap();
-        let start = main.as_ptr() as usize - bytes.as_ptr() as usize;
-        let files = &bytes[start + main.len() + 8..];
-        let mut forged = Writer::default();
-        forged.fixed(&bytes[start..at[2]]);
-        forged.usize(0);
-        forged.str("ml/a");
-        forged.fixed(&bytes[path_end..start + main.len()]);
-        let mut w = Writer::default();
-        w.fixed(MAGIC);
-        w.uint(u128::from(format));
-        w.bytes(&forged.buf);
-        w.fixed(&checksum(&forged.buf).to_le_bytes());
-        w.fixed(files);
-        assert_eq!(decode(&w.buf).err(), Some(Damaged));
-        // The same splice with the writer's encoding is the record.
-        let mut same = Writer::default();
-        same.fixed(&bytes[start..at[2]]);
-        same.str_after(&entries[1].path, "ml/a");
-        same.fixed(&bytes[path_end..start + main.len()]);
-        assert_eq!(same.buf, main);
+        let piece = |shared_less: bool| {
+            let mut w = Writer::default();
+            let mut prev = "";
+            for (i, e) in entries.iter().enumerate() {
+                write_entry(&mut w, if shared_less && i == 2 { "" } else { prev }, e);
+                prev = &e.path;
+            }
+            w.buf
+        };
+        let mut out = Vec::new();
+        assert_eq!(read_entries(&piece(false), entries.len(), &mut out), Ok(()));
+        assert_eq!(&out, entries);
+        assert_eq!(
+            read_entries(&piece(true), entries.len(), &mut Vec::new()),
+            Err(Damaged)
+        );
+        // Neither fewer nor more entries than the head says.
+        for n in [entries.len() - 1, entries.len() + 1] {
+            assert_eq!(
+                read_entries(&piece(false), n, &mut Vec::new()),
+                Err(Damaged)
+            );
+        }
     }
 
     #[test]
@@ -1169,7 +1302,8 @@ mod tests {
                 ),
                 ("/p/build".into(), None),
             ],
-            spans: Vec::new(),
+            pieces: Vec::new(),
+            read_files: None,
             files: Some(Files {
                 global: "g".into(),
                 sources: vec![SourceRecord {
@@ -1202,20 +1336,31 @@ mod tests {
                         }],
                     }],
                     body: None,
+                    at: None,
                 }],
+                pieces: Vec::new(),
             }),
         }
     }
 
-    /// A record written from the one it was read, its unchanged entries
-    /// copied, is byte for byte the record encoded whole: whichever
-    /// entries changed, the first, the last, runs of them or none.
-    #[test]
-    fn reused_entries_are_the_whole_encoding() {
-        let mut r = record();
-        let many: Vec<Entry> = (0..300u64)
+    /// The pieces of `e`, by checksum, as a records directory holds them.
+    fn store(e: &Encoded) -> std::collections::HashMap<u64, Vec<u8>> {
+        e.pieces.iter().map(|(p, b)| (p.sum, b.clone())).collect()
+    }
+
+    fn read_back(head: &[u8], store: &std::collections::HashMap<u64, Vec<u8>>) -> Result<Record> {
+        let mut fetch = |p: &Piece| store.get(&p.sum).cloned();
+        let mut r = decode(head, &mut fetch)?;
+        if let Some(f) = r.read_files.take() {
+            r.files = Some(decode_files(&f, &mut fetch)?);
+        }
+        Ok(r)
+    }
+
+    fn entries(n: u64) -> Vec<Entry> {
+        (0..n)
             .map(|i| Entry {
-                path: format!("ml/job-{:03}/file-{}.yaml", i / 7, i % 7),
+                path: format!("ml/job-{:04}/file-{}.yaml", i / 7, i % 7),
                 kind: Kind::File,
                 file: Some(FileState {
                     sig: Sig {
@@ -1229,13 +1374,26 @@ mod tests {
                     racy: i % 5 == 0,
                 }),
             })
-            .collect();
-        r.outputs.insert(0, ("/p/other".into(), Some(many)));
-        let bytes = encode(&r, None);
-        let (read, _) = decode(&bytes).unwrap();
-        assert_eq!(read.spans.len(), read.outputs.len());
-        assert!(read.spans[2].is_none());
-        let n = r.outputs[0].1.as_ref().unwrap().len();
+            .collect()
+    }
+
+    /// A record written from the one it was read names again the pieces
+    /// none of whose entries changed, writes only the others, and its head
+    /// is byte for byte that of the record encoded whole: whichever
+    /// entries changed, the first, the last, runs of them or none.
+    #[test]
+    fn pieces_are_written_only_where_entries_changed() {
+        let mut r = record();
+        let n = 2 * ENTRIES_PER_PIECE + 300;
+        r.outputs
+            .insert(0, ("/p/other".into(), Some(entries(n as u64))));
+        let first = encode(&r);
+        let mut disk = store(&first);
+        let read = read_back(&first.head, &disk).unwrap();
+        assert_eq!(read.pieces.len(), read.outputs.len());
+        assert!(read.pieces[2].is_none());
+        let pieces = read.pieces[0].clone().unwrap();
+        assert_eq!(pieces.len(), 3);
         let mut rng = 0x2545_f491_4f6c_dd1du64;
         let mut next = |m: usize| {
             rng ^= rng << 13;
@@ -1244,94 +1402,141 @@ mod tests {
             (rng % m as u64) as usize
         };
         let mut cases: Vec<Vec<usize>> = vec![vec![], vec![0], vec![n - 1], (0..n).collect()];
-        for _ in 0..50 {
-            let mut d: Vec<usize> = (0..next(12)).map(|_| next(n)).collect();
+        for _ in 0..30 {
+            let mut d: Vec<usize> = (0..next(6)).map(|_| next(n)).collect();
             d.sort_unstable();
             d.dedup();
             cases.push(d);
         }
         for dirty in cases {
-            let mut now = read.outputs.clone();
-            let entries = now[0].1.as_mut().unwrap();
+            let mut outputs = read.outputs.clone();
+            let entries = outputs[0].1.as_mut().unwrap();
             for &i in &dirty {
                 let f = entries[i].file.as_mut().unwrap();
                 f.sig.size += 1;
                 f.racy = !f.racy;
                 f.hash = format!("{:032x}", i + 7);
             }
-            let mut then = read.outputs.clone();
-            std::mem::swap(&mut then, &mut now);
-            let write = Record {
-                outputs: then,
-                spans: Vec::new(),
+            let edited = Record {
+                outputs,
+                pieces: Vec::new(),
                 files: None,
+                read_files: None,
                 ..record()
             };
-            let reuse: Vec<Option<Reuse>> = read
-                .spans
-                .iter()
-                .map(|at| {
-                    Some(Reuse {
-                        bytes: &bytes,
-                        at: at.as_deref()?,
-                        dirty: &dirty,
-                    })
-                })
-                .collect();
-            let mut out = Vec::new();
-            write_record(&write, &reuse, &mut out);
-            assert_eq!(out, encode(&write, None), "dirty {dirty:?}");
+            let reuse = [Some(Reuse {
+                pieces: &pieces,
+                dirty: &dirty,
+            })];
+            let out = write(&edited, &reuse);
+            let whole = encode(&edited);
+            assert_eq!(out.head, whole.head, "dirty {dirty:?}");
+            let touched: std::collections::BTreeSet<usize> =
+                dirty.iter().map(|i| i / ENTRIES_PER_PIECE).collect();
+            // The other directory, without reuse, is written whole.
+            assert_eq!(out.pieces.len(), touched.len() + 1, "dirty {dirty:?}");
+            disk.extend(store(&out));
+            let back = read_back(&out.head, &disk).unwrap();
+            assert_eq!(back.outputs, edited.outputs);
         }
-        // Spans that do not fit the entries are not used.
+        // Pieces that do not hold the entries, or changes not in order,
+        // are not used: everything is written.
         let entries = read.outputs[0].1.as_deref().unwrap();
-        let at = read.spans[0].as_deref().unwrap();
-        for (at, dirty) in [
-            (&at[1..], &[][..]),
-            (at, &[3, 3][..]),
-            (at, &[5, 2][..]),
-            (at, &[n][..]),
+        let whole = Record {
+            outputs: vec![("/p/other".into(), Some(entries.to_vec()))],
+            pieces: Vec::new(),
+            files: None,
+            read_files: None,
+            ..record()
+        };
+        for (pieces, dirty) in [
+            (&pieces[1..], &[][..]),
+            (&pieces[..], &[5, 2][..]),
+            (&pieces[..], &[3, 3][..]),
         ] {
-            let mut w = Writer::default();
-            Reuse {
-                bytes: &bytes,
-                at,
-                dirty,
-            }
-            .write(&mut w, entries);
-            let mut whole = Writer::default();
-            write_entries(&mut whole, entries);
-            assert_eq!(w.buf, whole.buf);
+            let out = write(&whole, &[Some(Reuse { pieces, dirty })]);
+            assert_eq!(out.head, encode(&whole).head);
+            assert_eq!(out.pieces.len(), 3);
         }
     }
 
-    fn write_record(record: &Record, reuse: &[Option<Reuse>], out: &mut Vec<u8>) {
-        write(record, None, reuse, out).unwrap();
+    /// The definition files' records, read and written back, are named
+    /// again but for the pieces that hold one compiled again, or one that
+    /// moved.
+    #[test]
+    fn pieces_of_unchanged_files_are_named_again() {
+        let mut r = record();
+        let one = r.files.as_ref().unwrap().sources[0].clone();
+        let n = 2 * SOURCES_PER_PIECE + 10;
+        r.files.as_mut().unwrap().sources = (0..n)
+            .map(|i| SourceRecord {
+                path: format!("/p/jobs/{i:03}.yaml").into(),
+                ..one.clone()
+            })
+            .collect();
+        let first = encode(&r);
+        let disk = store(&first);
+        let read = read_back(&first.head, &disk).unwrap();
+        let files = read.files.as_ref().unwrap();
+        assert_eq!(files.pieces.len(), 3);
+        assert!(
+            files
+                .sources
+                .iter()
+                .enumerate()
+                .all(|(i, s)| s.at == Some(i))
+        );
+        let again = |f: &dyn Fn(&mut Vec<SourceRecord>)| {
+            let mut back = Record {
+                pieces: Vec::new(),
+                ..read_back(&first.head, &disk).unwrap()
+            };
+            f(&mut back.files.as_mut().unwrap().sources);
+            let out = write(&back, &[]);
+            (out.head == first.head, out.pieces.len())
+        };
+        // The directory, without reuse, is written whole.
+        assert_eq!(again(&|_| {}), (true, 1));
+        // Compiled again: its record decoded, its piece written anew.
+        assert_eq!(
+            again(&|s| {
+                let s = &mut s[SOURCES_PER_PIECE + 3];
+                s.parts = decode_parts(&s.body.take().unwrap()).unwrap();
+                s.at = None;
+            }),
+            (true, 2)
+        );
+        // Two records that swapped places, in two pieces.
+        assert_eq!(again(&|s| s.swap(0, SOURCES_PER_PIECE)), (false, 3));
     }
 
     #[test]
     fn a_record_round_trips() {
         let mut r = record();
-        let bytes = encode(&r, None);
-        assert_eq!(format(&bytes), Some(r.format));
-        let (mut back, files) = decode(&bytes).unwrap();
-        back.files = decode_files(files).unwrap();
+        let first = encode(&r);
+        assert_eq!(format(&first.head), Some(r.format));
+        let disk = store(&first);
+        let mut back = read_back(&first.head, &disk).unwrap();
         // Each file's parts are decoded when asked for, and an undecoded
-        // body is written back as it was read.
-        let again = encode(&back, None);
-        assert_eq!(again, bytes);
+        // body is written back as it was read, in the pieces read.
+        let again = encode(&back);
+        assert_eq!(again.head, first.head);
+        assert_eq!(again.pieces.len(), 1, "the snapshot, not reused");
         for s in &mut back.files.as_mut().unwrap().sources {
             s.parts = decode_parts(&s.body.take().unwrap()).unwrap();
+            s.at = None;
         }
-        // Where the entries lie: one span per entry, and the end.
-        assert_eq!(back.spans.len(), 2);
-        assert_eq!(back.spans[0].as_ref().map(Vec::len), Some(7));
-        assert_eq!(back.spans[1], None);
-        back.spans = Vec::new();
+        // The pieces of each directory's entries.
+        assert_eq!(back.pieces.len(), 2);
+        assert_eq!(back.pieces[0].as_ref().map(|p| p[0].items), Some(6));
+        assert_eq!(back.pieces[1], None);
+        back.pieces = Vec::new();
+        back.files.as_mut().unwrap().pieces = Vec::new();
         assert_eq!(format!("{back:?}"), format!("{r:?}"));
         r.files = None;
-        let bytes = encode(&r, None);
-        let (back, files) = decode(&bytes).unwrap();
-        assert!(decode_files(files).unwrap().is_none());
+        let e = encode(&r);
+        let back = read_back(&e.head, &store(&e)).unwrap();
+        assert!(back.files.is_none());
         assert_eq!(back.outputs, r.outputs);
         // Older records are JSON: another version's, or damaged.
         assert_eq!(format(br#"{"format": 5, "key": "x"}"#), Some(5));
@@ -1398,34 +1603,52 @@ mod tests {
         assert!((whole..=body.len()).all(|len| scan(len) == Ok(false)));
     }
 
-    /// A record cut short anywhere, or with any one bit flipped, is
-    /// rejected (or read as another format), never believed, never a panic.
+    /// A record whose head or piece is cut short anywhere, or has any one
+    /// bit flipped, or whose piece is missing, is rejected (or read as
+    /// another format), never believed, never a panic.
     #[test]
     fn a_damaged_record_is_rejected() {
-        let bytes = encode(&record(), None);
-        let read = |b: &[u8]| -> Result<()> {
-            if format(b) != Some(super::super::FORMAT) {
+        let e = encode(&record());
+        let disk = store(&e);
+        let read = |head: &[u8], disk: &std::collections::HashMap<u64, Vec<u8>>| -> Result<()> {
+            if format(head) != Some(super::super::FORMAT) {
                 return Err(Damaged);
             }
-            let (_, files) = decode(b)?;
-            for s in decode_files(files)?.map(|f| f.sources).unwrap_or_default() {
+            let r = read_back(head, disk)?;
+            for s in r.files.map(|f| f.sources).unwrap_or_default() {
                 decode_parts(s.body.as_deref().ok_or(Damaged)?)?;
             }
             Ok(())
         };
-        assert_eq!(read(&bytes), Ok(()));
-        for len in 0..bytes.len() {
-            assert_eq!(read(&bytes[..len]), Err(Damaged), "cut at {len}");
-        }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert_eq!(read(&longer), Err(Damaged));
-        for i in 0..bytes.len() {
-            for bit in 0..8 {
-                let mut b = bytes.clone();
-                b[i] ^= 1 << bit;
-                assert_eq!(read(&b), Err(Damaged), "bit {bit} of byte {i}");
+        assert_eq!(read(&e.head, &disk), Ok(()));
+        let damaged = |bytes: &[u8], each: &mut dyn FnMut(Vec<u8>, String)| {
+            for len in 0..bytes.len() {
+                each(bytes[..len].to_vec(), format!("cut at {len}"));
             }
+            let mut longer = bytes.to_vec();
+            longer.push(0);
+            each(longer, "longer".into());
+            for i in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut b = bytes.to_vec();
+                    b[i] ^= 1 << bit;
+                    each(b, format!("bit {bit} of byte {i}"));
+                }
+            }
+        };
+        damaged(&e.head, &mut |head, what| {
+            assert_eq!(read(&head, &disk), Err(Damaged), "head: {what}");
+        });
+        assert_eq!(e.pieces.len(), 2);
+        for (p, bytes) in &e.pieces {
+            damaged(bytes, &mut |b, what| {
+                let mut disk = disk.clone();
+                disk.insert(p.sum, b);
+                assert_eq!(read(&e.head, &disk), Err(Damaged), "piece: {what}");
+            });
+            let mut disk = disk.clone();
+            disk.remove(&p.sum);
+            assert_eq!(read(&e.head, &disk), Err(Damaged), "piece missing");
         }
     }
 }

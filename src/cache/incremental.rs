@@ -37,7 +37,6 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
@@ -95,6 +94,10 @@ pub struct SourceRecord {
     /// The parts as a record holds them ([`super::codec::decode_parts`]): decoded
     /// only for the files that changed, written back as they were read.
     pub body: Option<Vec<u8>>,
+    /// Of a record read: its place in the record's list. A piece of the
+    /// record whose records are all still at their places, with their
+    /// bodies, is named again and not written.
+    pub at: Option<usize>,
 }
 
 /// What a definition file made for one set.
@@ -136,6 +139,9 @@ pub struct Files {
     pub global: String,
     /// In path order.
     pub sources: Vec<SourceRecord>,
+    /// The pieces that held `sources` when read ([`super::codec::Piece`]);
+    /// none in a build's own.
+    pub pieces: Vec<super::codec::Piece>,
 }
 
 /// What a build leaves for the next: the per-file records (`None` when a
@@ -155,22 +161,17 @@ pub struct State {
     /// Of an incremental build that patches: the record it read, for the
     /// directories found as that record says ([`super::codec::Reuse`]).
     pub(super) base: Option<Base>,
+    /// Of an incremental build: the pieces that held the definition files'
+    /// records it read ([`Files::pieces`]).
+    pub(super) pieces: Vec<super::codec::Piece>,
 }
 
-/// A record read, where each directory's snapshot lies in it, and which
-/// entries of each have changed since it was read.
-#[derive(Default)]
+/// Of a record read, the pieces that hold each directory's snapshot, and
+/// which entries of each have changed since it was read.
+#[derive(Debug, Default)]
 pub(super) struct Base {
-    pub bytes: Arc<Vec<u8>>,
-    pub spans: HashMap<PathBuf, Vec<usize>>,
+    pub pieces: HashMap<PathBuf, Vec<super::codec::Piece>>,
     pub moved: HashMap<PathBuf, Vec<usize>>,
-}
-
-impl std::fmt::Debug for Base {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let dirs: Vec<&PathBuf> = self.spans.keys().collect();
-        write!(f, "Base({} bytes, {dirs:?})", self.bytes.len())
-    }
 }
 
 impl State {
@@ -199,6 +200,7 @@ impl State {
             walked: HashMap::new(),
             key: None,
             base: None,
+            pieces: Vec::new(),
         }
     }
 }
@@ -230,6 +232,7 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             warned: false,
             parts: vec![PartRecord::default(); compiled.parts.len()],
             body: None,
+            at: None,
         })
         .collect();
     for w in &compiled.warnings {
@@ -370,7 +373,6 @@ pub(super) fn compile(
     inputs: super::Inputs,
     sets: &[Set],
     patch: bool,
-    bytes: &Arc<Vec<u8>>,
 ) -> Result<Incremental, String> {
     let super::Inputs {
         sources,
@@ -397,6 +399,7 @@ pub(super) fn compile(
         h.write(p.as_os_str().as_encoded_bytes());
         h.finish()
     };
+    let files_pieces = files.pieces;
     let mut old: Vec<Option<SourceRecord>> = files.sources.into_iter().map(Some).collect();
     let mut at: FxMap<u64, usize> = FxMap::default();
     at.reserve(old.len());
@@ -470,11 +473,10 @@ pub(super) fn compile(
         && fresh.len() == was.len()
         && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
     let base = same_places.then(|| Base {
-        bytes: Arc::clone(bytes),
-        spans: record
+        pieces: record
             .outputs
             .iter()
-            .zip(record.spans)
+            .zip(record.pieces)
             .filter_map(|((dir, _), at)| Some((dir.clone(), at?)))
             .collect(),
         moved: HashMap::new(),
@@ -520,6 +522,7 @@ pub(super) fn compile(
             walked: HashMap::new(),
             key: Some(key),
             base,
+            pieces: files_pieces,
         },
         compiled: compiled_jobs,
         jobs,
@@ -1114,7 +1117,7 @@ pub fn plan(
     };
     // What the walk records is not the record's list.
     if let Some(base) = &mut state.base {
-        base.spans.remove(&root);
+        base.pieces.remove(&root);
     }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {

@@ -24,7 +24,7 @@ use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use incremental::{Incremental, State};
 pub use key::Request;
@@ -35,11 +35,13 @@ use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Change, Op, Plan};
 
-/// Bumped whenever the record changes shape or meaning. Formats 6 to 8
+/// Bumped whenever the record changes shape or meaning. Formats 6 to 9
 /// are the byte encoding of [`codec`] (7 keeps each definition file's
 /// parts apart, to be decoded only when it changed; 8 keeps each
-/// document's claims apart, to be skipped whole); 5 and before were JSON.
-const FORMAT: u32 = 8;
+/// document's claims apart, to be skipped whole; 9 keeps the snapshots
+/// and the per-file part in pieces, each a file of its own); 5 and before
+/// were JSON.
+const FORMAT: u32 = 9;
 
 #[derive(Debug)]
 struct Record {
@@ -51,13 +53,15 @@ struct Record {
     /// Every directory the build may write, as it was left; `None` when it
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
-    /// Of a record read: where each directory's entries lie in its bytes
+    /// Of a record read: the pieces that hold each directory's entries
     /// ([`codec::Reuse`]), beside `outputs`. Empty in one to write.
-    spans: Vec<Option<Vec<usize>>>,
+    pieces: Vec<Option<Vec<codec::Piece>>>,
     /// What each definition file made, for an incremental build; `None`
-    /// when the build could not say (and in a record just read: see
-    /// [`codec::decode_files`]).
+    /// when the build could not say, and in a record just read.
     files: Option<incremental::Files>,
+    /// Of a record read: its per-file part, undecoded
+    /// ([`codec::decode_files`]); `None` when the build could not say.
+    read_files: Option<codec::FilesRef>,
 }
 
 /// What the cache says of a build (see [`Cache::lookup`]).
@@ -135,7 +139,10 @@ fn same_places(req: &Request, record: &Record) -> Result<(), String> {
 #[derive(Debug)]
 pub struct Cache {
     dir: PathBuf,
+    /// The record's head; its pieces are beside it, named
+    /// `<stem>-<checksum>.piece`.
     file: PathBuf,
+    stem: String,
     /// When this build started (see [`snapshot::mark`]).
     started: i128,
 }
@@ -162,6 +169,7 @@ impl Cache {
             .ok_or("the trainc executable cannot be inspected")?;
         Ok(Self {
             file: dir.join("builds").join(format!("{location}.rec")),
+            stem: location,
             dir,
             started,
         })
@@ -174,11 +182,10 @@ impl Cache {
     /// the inputs once for both. May refresh the record (see
     /// [`snapshot::Verdict::Refreshed`]); never touches the output.
     pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
-        let bytes = std::sync::Arc::new(self.read()?);
-        let (mut record, files) = load(&bytes)?;
+        let mut record = self.load()?;
         let inputs = inputs(req)?;
         let why = if record.key == inputs.key {
-            match self.current(req, &mut record, files, &bytes) {
+            match self.current(req, &mut record) {
                 Ok(()) => return Ok(Lookup::Fresh(record.dests)),
                 Err(why) => why,
             }
@@ -187,7 +194,7 @@ impl Cache {
         };
         // The output differs from its snapshot only when the key matched.
         let patch = record.key != inputs.key;
-        let inc = Self::compile(req, record, files, inputs, sets, patch, &bytes)?;
+        let inc = self.compile(req, record, inputs, sets, patch)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
     }
 
@@ -201,22 +208,13 @@ impl Cache {
         sets: &[crate::pipeline::Set],
         patch: bool,
     ) -> Result<Incremental, String> {
-        let bytes = std::sync::Arc::new(self.read()?);
-        let (record, files) = load(&bytes)?;
-        Self::compile(req, record, files, inputs(req)?, sets, patch, &bytes)
+        let record = self.load()?;
+        self.compile(req, record, inputs(req)?, sets, patch)
     }
 
     /// Whether the output is as `record` says, the record's key being
     /// current; refreshes the record's snapshots when they needed hashing.
-    /// `bytes`: the record as read, which `files` and `record`'s spans are
-    /// of.
-    fn current(
-        &self,
-        req: &Request,
-        record: &mut Record,
-        files: &[u8],
-        bytes: &[u8],
-    ) -> Result<(), String> {
+    fn current(&self, req: &Request, record: &mut Record) -> Result<(), String> {
         same_places(req, record)?;
         let mark = snapshot::mark();
         let mut refreshed = false;
@@ -239,20 +237,19 @@ impl Cache {
         }
         // Best effort: the answer stands without it.
         if refreshed {
-            // Only the entries hashed again are encoded again.
+            // Only the pieces of the entries hashed again are written again.
             let reuse: Vec<Option<codec::Reuse>> = record
-                .spans
+                .pieces
                 .iter()
                 .zip(&moved)
-                .map(|(at, dirty)| {
+                .map(|(pieces, dirty)| {
                     Some(codec::Reuse {
-                        bytes,
-                        at: at.as_deref()?,
+                        pieces: pieces.as_deref()?,
                         dirty,
                     })
                 })
                 .collect();
-            let _ = self.write(record, Some(files), &reuse);
+            let _ = self.write(record, &reuse);
         } else {
             keep_alive(&self.file);
         }
@@ -260,19 +257,21 @@ impl Cache {
     }
 
     fn compile(
+        &self,
         req: &Request,
-        record: Record,
-        files: &[u8],
+        mut record: Record,
         inputs: Inputs,
         sets: &[crate::pipeline::Set],
         patch: bool,
-        bytes: &std::sync::Arc<Vec<u8>>,
     ) -> Result<Incremental, String> {
-        let files = codec::decode_files(files)
-            .map_err(|_| "the record is damaged")?
+        let files = record
+            .read_files
+            .take()
             .ok_or("the last build kept no record of each definition file")?;
+        let files = codec::decode_files(&files, &mut |p| self.piece(p))
+            .map_err(|_| "the record is damaged")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, inputs, sets, patch, bytes)
+        incremental::compile(req, record, files, inputs, sets, patch)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -358,8 +357,7 @@ impl Cache {
                 .map(|((dir, _), dirty)| {
                     let base = base.as_ref()?;
                     Some(codec::Reuse {
-                        bytes: &base.bytes,
-                        at: base.spans.get(dir)?,
+                        pieces: base.pieces.get(dir)?,
                         dirty: dirty.as_deref()?,
                     })
                 })
@@ -372,10 +370,10 @@ impl Cache {
                     contexts: read.contexts.clone(),
                     dests,
                     outputs,
-                    spans: Vec::new(),
+                    pieces: Vec::new(),
                     files: Self::files(req, read, state),
+                    read_files: None,
                 },
-                None,
                 &reuse,
             );
         }
@@ -465,10 +463,11 @@ impl Cache {
                 .map(|(d, f)| (d.to_path_buf(), f.len()))
                 .collect(),
             outputs,
-            spans: Vec::new(),
+            pieces: Vec::new(),
             files: Self::files(req, read, state),
+            read_files: None,
         };
-        self.write(&record, None, &[])
+        self.write(&record, &[])
     }
 
     /// The per-file part of the record, taken from `state`: a build is
@@ -478,12 +477,25 @@ impl Cache {
         Some(incremental::Files {
             global: req.global_key(&read.library)?,
             sources,
+            pieces: std::mem::take(&mut state.pieces),
         })
     }
 
-    /// The record, when there is one this user can trust: in a records
-    /// directory that is no symlink and that only this user can write, a
-    /// regular file (no symlink) of this user's.
+    /// The record, when there is one this user can trust and it is of
+    /// this version of trainc: its head in a records directory that is no
+    /// symlink and that only this user can write, a regular file (no
+    /// symlink) of this user's; its pieces beside it, alike.
+    fn load(&self) -> Result<Record, String> {
+        let head = self.read()?;
+        match codec::format(&head) {
+            Some(FORMAT) => codec::decode(&head, &mut |p| self.piece(p))
+                .map_err(|_| "the record is damaged".into()),
+            Some(_) => Err("the record is from another version of trainc".into()),
+            None => Err("the record is damaged".into()),
+        }
+    }
+
+    /// The record's head.
     fn read(&self) -> Result<Vec<u8>, String> {
         let none = "no record of an earlier build";
         let builds = self.dir.join("builds");
@@ -503,16 +515,34 @@ impl Cache {
         Ok(bytes)
     }
 
-    /// Replaces the record atomically.
-    /// `files`: the per-file part as read, when `record` does not hold it.
+    fn piece_name(&self, sum: u64) -> String {
+        format!("{}-{sum:016x}.piece", self.stem)
+    }
+
+    /// The bytes of a piece of the record, read as its head is (never more
+    /// than the head says it holds); `None` when it is not there or not a
+    /// file of this user's. The caller checks its length and checksum.
+    fn piece(&self, p: &codec::Piece) -> Option<Vec<u8>> {
+        use std::io::Read as _;
+        let path = self.dir.join("builds").join(self.piece_name(p.sum));
+        let (file, meta) = crate::plan::open_nofollow(&path).ok()?;
+        let len = u64::try_from(p.len).ok()?;
+        if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() || meta.len() != len
+        {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(p.len);
+        (&file).take(len + 1).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// Replaces the record: writes the pieces it does not share with the
+    /// record read, then renames its head into place, so that a build
+    /// killed at any point leaves the old record or the new one whole;
+    /// then deletes this record's pieces that the head no longer names.
     /// `reuse`: the directories' snapshots as a record read holds them
     /// (see [`codec::write`]).
-    fn write(
-        &self,
-        record: &Record,
-        files: Option<&[u8]>,
-        reuse: &[Option<codec::Reuse>],
-    ) -> Result<(), String> {
+    fn write(&self, record: &Record, reuse: &[Option<codec::Reuse>]) -> Result<(), String> {
         let io = |e: std::io::Error| format!("cannot write {}: {e}", self.file.display());
         let builds = self.dir.join("builds");
         {
@@ -527,31 +557,86 @@ impl Cache {
         // point anywhere.
         private_dir(&builds)?;
         tag(&self.dir);
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".record-")
-            .tempfile_in(&builds)
-            .map_err(io)?;
-        codec::write(record, files, reuse, &mut tmp).map_err(io)?;
-        tmp.persist(&self.file).map_err(|e| io(e.error))?;
+        let encoded = codec::write(record, reuse);
+        let put = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".record-")
+                .tempfile_in(&builds)?;
+            tmp.write_all(bytes)?;
+            tmp.persist(builds.join(name)).map_err(|e| e.error)?;
+            Ok(())
+        };
+        // Written even where a piece of that name is there already: it
+        // may be one that was damaged, which the head read never named.
+        for (p, bytes) in &encoded.pieces {
+            put(&self.piece_name(p.sum), bytes).map_err(io)?;
+        }
+        put(&format!("{}.rec", self.stem), &encoded.head).map_err(io)?;
+        let named: std::collections::HashSet<String> = encoded
+            .named
+            .iter()
+            .map(|p| self.piece_name(p.sum))
+            .collect();
+        self.prune(&builds, &named);
         sweep(&builds);
         Ok(())
     }
+
+    /// Deletes this record's pieces that `named` does not hold and that
+    /// were there before this build started: a build of the same record
+    /// running beside this one may have written the newer ones for its
+    /// own head. Works on the directory as opened, never through a
+    /// symlink.
+    fn prune(&self, builds: &Path, named: &std::collections::HashSet<String>) {
+        use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, statat, unlinkat};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let Ok(fd) = openat(CWD, builds, flags, Mode::empty()) else {
+            return;
+        };
+        let Ok(entries) = Dir::read_from(&fd) else {
+            return;
+        };
+        let prefix = format!("{}-", self.stem);
+        for e in entries.flatten() {
+            let Ok(name) = e.file_name().to_str() else {
+                continue;
+            };
+            if !name.starts_with(&prefix) || !is_piece(name) || named.contains(name) {
+                continue;
+            }
+            let old = statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec)
+                    < self.started
+            });
+            if old {
+                let _ = unlinkat(&fd, name, AtFlags::empty());
+            }
+        }
+    }
 }
 
-/// The record in `bytes`, when it is of this version of trainc, with its
-/// per-file part undecoded.
-fn load(bytes: &[u8]) -> Result<(Record, &[u8]), String> {
-    match codec::format(bytes) {
-        Some(FORMAT) => codec::decode(bytes).map_err(|_| "the record is damaged".into()),
-        Some(_) => Err("the record is from another version of trainc".into()),
-        None => Err("the record is damaged".into()),
-    }
+/// Whether `name` is that of a piece: `<32 hex digits>-<16 hex digits>.piece`.
+fn is_piece(name: &str) -> bool {
+    name.strip_suffix(".piece")
+        .and_then(|n| n.split_once('-'))
+        .is_some_and(|(stem, sum)| {
+            stem.len() == 32
+                && sum.len() == 16
+                && stem
+                    .bytes()
+                    .chain(sum.bytes())
+                    .all(|b| b.is_ascii_hexdigit())
+        })
 }
 
 /// Records not used for this long are deleted when another is written: each
 /// trainc binary, project and output directory has its own, and old ones
 /// would pile up.
 const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Longer than any build takes to write a record's pieces and then its
+/// head.
+const WRITING: Duration = Duration::from_secs(3600);
 
 /// Marks a record as used (its mtime), at most once a day.
 fn keep_alive(file: &Path) {
@@ -590,8 +675,9 @@ fn private_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Deletes the records, and temporary files of interrupted writes, unused
-/// for [`UNUSED`]. Works on the directory as opened, never through a
-/// symlink: one in place of the directory, or of an entry, is left alone.
+/// for [`UNUSED`], and the pieces of records that are gone. Works on the
+/// directory as opened, never through a symlink: one in place of the
+/// directory, or of an entry, is left alone.
 fn sweep(builds: &Path) {
     use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, unlinkat};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -602,19 +688,27 @@ fn sweep(builds: &Path) {
         return;
     };
     let now = SystemTime::now();
+    let mut records = std::collections::HashSet::new();
+    let mut pieces = Vec::new();
     for e in entries.flatten() {
         let Ok(name) = e.file_name().to_str() else {
             continue;
         };
         // Only names trainc gives: `<32 hex digits>.rec` (`.json` before
-        // format 6), `.record-XXXXXX`.
-        let ours = name
+        // format 6), `.record-XXXXXX`; and pieces, which go with their
+        // record.
+        let record = name
             .strip_suffix(".rec")
             .or_else(|| name.strip_suffix(".json"))
-            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let ours = record.is_some()
             || name
                 .strip_prefix(".record-")
                 .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
+        if is_piece(name) {
+            pieces.push(name.to_owned());
+            continue;
+        }
         if !ours {
             continue;
         }
@@ -627,6 +721,20 @@ fn sweep(builds: &Path) {
             .is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t + UNUSED < now));
         if unused {
             let _ = unlinkat(&fd, name, AtFlags::empty());
+        } else if let Some(stem) = record.filter(|_| name.ends_with(".rec")) {
+            records.insert(stem.to_owned());
+        }
+    }
+    // Not the pieces of a record being written: its head comes last.
+    let orphaned = |name: &str| {
+        rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
+            at + WRITING < now
+        })
+    };
+    for name in pieces {
+        if !records.contains(&name[..32]) && orphaned(&name) {
+            let _ = unlinkat(&fd, name.as_str(), AtFlags::empty());
         }
     }
 }
@@ -717,7 +825,8 @@ mod tests {
         };
         let cache = Cache {
             dir: root.join("cache"),
-            file: root.join("cache/builds/x.json"),
+            file: root.join("cache/builds/0123456789abcdef0123456789abcdef.rec"),
+            stem: "0123456789abcdef0123456789abcdef".into(),
             started: snapshot::mark(),
         };
         let plan = Plan {
@@ -790,9 +899,38 @@ mod tests {
             f.set_modified(old).unwrap();
         }
         fs::write(builds.join("fedcba9876543210fedcba9876543210.json"), "").unwrap();
+        // Pieces go with their record, and only once a build that could be
+        // writing it would have written its head.
+        let live = "fedcba9876543210fedcba9876543210";
+        fs::write(builds.join(format!("{live}.rec")), "").unwrap();
+        let pieces = [
+            (format!("{live}-0123456789abcdef.piece"), old, false),
+            (
+                "0123456789abcdef0123456789abcdef-0123456789abcdef.piece".into(),
+                old,
+                true,
+            ),
+            (
+                "00000000000000000000000000000000-0123456789abcdef.piece".into(),
+                SystemTime::now(),
+                false,
+            ),
+            (
+                "00000000000000000000000000000000-0123456789abcdef.pieces".into(),
+                old,
+                false,
+            ),
+        ];
+        for (name, at, _) in &pieces {
+            let f = fs::File::create(builds.join(name)).unwrap();
+            f.set_modified(*at).unwrap();
+        }
         sweep(builds);
         for (name, swept) in names {
             assert_eq!(!builds.join(name).exists(), swept, "{name}");
+        }
+        for (name, _, swept) in &pieces {
+            assert_eq!(!builds.join(name).exists(), *swept, "{name}");
         }
         assert!(
             builds
@@ -825,7 +963,8 @@ mod tests {
 
         let cache = Cache {
             dir: cache_dir.clone(),
-            file: cache_dir.join("builds/fedcba9876543210fedcba9876543210.json"),
+            file: cache_dir.join("builds/fedcba9876543210fedcba9876543210.rec"),
+            stem: "fedcba9876543210fedcba9876543210".into(),
             started: snapshot::mark(),
         };
         let record = Record {
@@ -834,16 +973,17 @@ mod tests {
             contexts: Vec::new(),
             dests: Vec::new(),
             outputs: Vec::new(),
-            spans: Vec::new(),
+            pieces: Vec::new(),
             files: None,
+            read_files: None,
         };
-        assert!(cache.write(&record, None, &[]).is_err());
+        assert!(cache.write(&record, &[]).is_err());
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1, "nothing written");
         assert!(cache.read().is_err(), "nothing read");
 
         // A record that is a symlink is neither swept nor trusted.
         fs::remove_file(cache_dir.join("builds")).unwrap();
-        cache.write(&record, None, &[]).unwrap();
+        cache.write(&record, &[]).unwrap();
         let builds = cache_dir.join("builds");
         std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
         sweep(&builds);
