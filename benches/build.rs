@@ -634,7 +634,7 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
 
-const LABEL: usize = 30;
+const LABEL: usize = 46;
 const CELL: usize = 34;
 
 fn header(results: &[FsResult]) {

@@ -93,7 +93,7 @@ pub struct SourceRecord {
     pub parts: Vec<PartRecord>,
     /// The parts as a record holds them ([`super::codec::decode_parts`]): decoded
     /// only for the files that changed, written back as they were read.
-    pub body: Option<Vec<u8>>,
+    pub body: Option<super::codec::Body>,
     /// Of a record read: its place in the record's list. A piece of the
     /// record whose records are all still at their places, with their
     /// bodies, is named again and not written.
@@ -390,15 +390,12 @@ pub(super) fn compile(
     }
     // The records in the record's order, found by a hash of their path's
     // bytes (hashing a `Path` walks its components: a visible part of an
-    // edit at 5,000 files). SipHash, not `Fx`: paths that differ in one
-    // digit collide under `Fx`. A path found under another's hash is new,
-    // and that record removed: the build is walked, or runs in full.
-    let by_bytes = |p: &Path| {
-        use std::hash::Hasher as _;
-        let mut h = std::hash::DefaultHasher::new();
-        h.write(p.as_os_str().as_encoded_bytes());
-        h.finish()
-    };
+    // edit at 5,000 files). The record's checksum, not `Fx`: paths that
+    // differ in one digit collide under `Fx`, and they cannot under the
+    // checksum; it is also a fifth of SipHash's cost. A path found under
+    // another's hash is new, and that record removed: the build is walked,
+    // or runs in full.
+    let by_bytes = |p: &Path| super::codec::checksum(p.as_os_str().as_encoded_bytes());
     let files_pieces = files.pieces;
     let mut old: Vec<Option<SourceRecord>> = files.sources.into_iter().map(Some).collect();
     let mut at: FxMap<u64, usize> = FxMap::default();
@@ -1242,11 +1239,48 @@ fn patch(
             .as_ref()
             .filter(|f| e.kind == Kind::File && !f.hash.starts_with("head:"))
     }
+    // One pass over the entries: trainc's own files counted (they are
+    // kept, but for the compiled jobs'), the others put to the
+    // unlisted-files check, and the directories the walk does not enter
+    // looked into where the walk met them.
     let mut kept = 0usize;
     let mut known = 0u64;
-    for f in entries.iter().filter_map(owned) {
-        kept += 1;
-        known += f.sig.size;
+    let mut found = Vec::new();
+    let mut skipped = skipped
+        .into_iter()
+        .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
+        .peekable();
+    let below = |dir: &str, list: &[String], found: &mut Vec<String>| {
+        crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
+    };
+    for e in &entries {
+        if let Some(f) = owned(e) {
+            kept += 1;
+            known += f.sig.size;
+            continue;
+        }
+        let Some(list) = unlisted else {
+            continue;
+        };
+        while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
+            below(&d, list, &mut found);
+        }
+        if e.kind != Kind::Dir
+            && crate::resources::unlisted_entry(
+                &e.path,
+                &root.join(&e.path),
+                e.kind == Kind::Symlink,
+                list,
+                || false,
+            )
+        {
+            found.push(e.path.clone());
+        }
+    }
+    if let Some(list) = unlisted {
+        for d in skipped {
+            below(&d, list, &mut found);
+        }
     }
     let was: FxSet<&str> = was.iter().map(String::as_str).collect();
     for f in was.iter().filter_map(|rel| find(rel)).filter_map(owned) {
@@ -1293,39 +1327,6 @@ fn patch(
         }
     }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    // The unlisted-files check over the snapshot: trainc's own files are
-    // skipped unread, and the directories the walk does not enter are
-    // looked into where the walk met them.
-    let mut found = Vec::new();
-    if let Some(list) = unlisted {
-        let mut skipped = skipped
-            .into_iter()
-            .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
-            .peekable();
-        let below = |dir: &str, found: &mut Vec<String>| {
-            crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
-        };
-        for e in &entries {
-            while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
-                below(&d, &mut found);
-            }
-            if e.kind == Kind::Dir || owned(e).is_some() {
-                continue;
-            }
-            if crate::resources::unlisted_entry(
-                &e.path,
-                &root.join(&e.path),
-                e.kind == Kind::Symlink,
-                list,
-                || false,
-            ) {
-                found.push(e.path.clone());
-            }
-        }
-        for d in skipped {
-            below(&d, &mut found);
-        }
-    }
     state
         .walked
         .insert(root.clone(), present.then_some(entries));

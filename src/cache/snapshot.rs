@@ -90,11 +90,25 @@ impl Sig {
     /// the times as they are. File systems stamp times from a coarse clock (a few
     /// milliseconds); those with whole-second times (FAT has two) show no
     /// nanoseconds.
+    #[inline]
     pub(super) fn racy(&self, mark: i128) -> bool {
+        let latest = self.mtime.max(self.ctime);
+        // Most signatures are far older than the widest margin: told apart
+        // without working out theirs (a build looks at every one).
+        if latest < mark - Self::COARSE_MARGIN {
+            return false;
+        }
         let coarse = self.mtime % 1_000_000_000 == 0 && self.ctime % 1_000_000_000 == 0;
-        let margin = if coarse { 2_000_000_000 } else { 50_000_000 };
-        self.mtime.max(self.ctime) >= mark - margin
+        let margin = if coarse {
+            Self::COARSE_MARGIN
+        } else {
+            50_000_000
+        };
+        latest >= mark - margin
     }
+
+    /// The margin of whole-second times, the widest.
+    const COARSE_MARGIN: i128 = 2_000_000_000;
 }
 
 /// Now, in nanoseconds since the epoch: taken before the files are looked

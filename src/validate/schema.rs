@@ -78,7 +78,9 @@ fn lean(text: &str) -> Value {
             _ => {}
         }
     }
-    let mut schema = match text.find(",\n    \"io.k8s.") {
+    // Found with SIMD: the cut is 43 KB in, a visible part of an edit's
+    // build with `str::find`.
+    let mut schema = match memchr::memmem::find(text.as_bytes(), b",\n    \"io.k8s.") {
         Some(end) => parse(&format!("{}\n  }}\n}}\n", &text[..end])),
         None => parse(text),
     };
