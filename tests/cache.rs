@@ -1236,13 +1236,21 @@ fn a_removed_build_directory_is_found_by_an_edit_that_builds_nothing() {
 
 /// An edited job that comes to generate an object another job generates:
 /// the patch reads the other job's documents from the record, finds it,
-/// and the full build reports it, writing nothing.
+/// and the full build reports it, writing nothing. Also when the other
+/// job's record is in a piece the edit would not read otherwise (130
+/// files, the other one's last).
 #[test]
 fn a_generated_name_taken_by_an_edit_is_found() {
-    let p = Project::many(2);
+    for (n, file) in [(2, "job-1-x.yaml"), (130, "zz-other.yaml")] {
+        a_generated_name_taken_by_an_edit_is_found_among(n, file);
+    }
+}
+
+fn a_generated_name_taken_by_an_edit_is_found_among(n: usize, file: &str) {
+    let p = Project::many(n);
     let mnist = fs::read_to_string(p.path().join("jobs/mnist.yaml")).expect("read");
     let other = mnist.replacen("name: mnist\n", "name: job-1-x\n", 1);
-    fs::write(p.path().join("jobs/job-1-x.yaml"), other).expect("write");
+    fs::write(p.path().join("jobs").join(file), other).expect("write");
     assert!(p.run(&["build"]).status.success());
     let before = p.output();
     // job-1's volume `x-data` and job-1-x's `data` are one PersistentVolume.

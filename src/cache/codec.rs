@@ -337,43 +337,88 @@ pub struct Encoded {
     pub pieces: Vec<(Piece, Vec<u8>)>,
 }
 
-/// A definition file's parts as the piece it was read from holds them:
-/// the records of a piece share its bytes, not a copy each (an edit reads
-/// every file's record, 1.2 MB at 1,000 files).
+/// A definition file's parts as the record read holds them.
 #[derive(Clone)]
-pub struct Body {
-    piece: std::sync::Arc<Vec<u8>>,
-    range: std::ops::Range<usize>,
+pub enum Body {
+    /// In the piece it was read from: the records of a piece share its
+    /// bytes, not a copy each.
+    Read {
+        piece: std::sync::Arc<Vec<u8>>,
+        range: std::ops::Range<usize>,
+    },
+    /// In a piece that was not read, because none of its files changed
+    /// ([`FilePiece::digest`]): the record is a stand-in that only names
+    /// its piece again, and holds nothing else.
+    Unread,
 }
 
 impl std::ops::Deref for Body {
     type Target = [u8];
 
+    /// The bytes; none for [`Body::Unread`], which no reader takes for a
+    /// record (it is damaged).
     fn deref(&self) -> &[u8] {
-        // In bounds: made only from a slice of the piece.
-        self.piece.get(self.range.clone()).unwrap_or_default()
+        match self {
+            // In bounds: made only from a slice of the piece.
+            Body::Read { piece, range } => piece.get(range.clone()).unwrap_or_default(),
+            Body::Unread => &[],
+        }
     }
 }
 
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Body({} bytes)", self.len())
+        match self {
+            Body::Read { .. } => write!(f, "Body({} bytes)", self.len()),
+            Body::Unread => write!(f, "Unread"),
+        }
     }
 }
 
+/// A piece of the per-file part, with the [`digest`] of the files whose
+/// records it holds: an edit reads only the pieces whose files, at the
+/// same places in the list, no longer give that digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilePiece {
+    pub piece: Piece,
+    pub digest: u64,
+}
+
+/// What the rules across files need of a set's documents, over every
+/// definition file: how many there are, their output floors, their
+/// namespaces. An edit that keeps its jobs' names and claims adjusts these
+/// by what it compiled, without reading the other files' records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartSum {
+    pub docs: usize,
+    pub budget: u64,
+    /// Sorted, each once.
+    pub namespaces: Vec<String>,
+}
+
 /// The per-file part of a record read, as its head names it; only an
-/// incremental build reads its pieces ([`decode_files`]).
+/// incremental build reads its pieces ([`decode_piece`]).
 #[derive(Debug, Clone)]
 pub struct FilesRef {
     /// [`super::Request::global_key`] of the build.
     pub global: String,
-    pub pieces: Vec<Piece>,
+    /// One per set resolved.
+    pub sums: Vec<PartSum>,
+    pub pieces: Vec<FilePiece>,
 }
 
-/// [`write()`] with nothing reused.
-#[cfg(test)]
-pub fn encode(record: &Record) -> Encoded {
-    write(record, &[])
+/// The digest of definition files by path, [`super::key::source_hash`]
+/// and whether they had warnings, in order: as their records give them,
+/// and as a build that finds them unchanged gives them (with no warnings,
+/// since a file with warnings is compiled every time).
+pub fn digest<'a>(files: impl Iterator<Item = (&'a Path, &'a str, bool)>) -> u64 {
+    let mut w = Writer::default();
+    for (path, hash, warned) in files {
+        w.bytes(path.as_os_str().as_bytes());
+        w.str(hash);
+        w.u8(u8::from(warned));
+    }
+    checksum(&w.buf)
 }
 
 /// A record's head and new pieces. The head is the magic, the format, and
@@ -384,7 +429,7 @@ pub fn encode(record: &Record) -> Encoded {
 /// directory, its snapshot's pieces as read and which entries changed
 /// since; a piece none of whose entries changed is named again, not
 /// written.
-pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Encoded {
+pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Result<Encoded> {
     let mut pieces = Vec::new();
     let mut named = Vec::new();
     let mut main = Writer::default();
@@ -410,19 +455,38 @@ pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Encoded {
             }
         }
     }
+    let write_sums = |w: &mut Writer, sums: &[PartSum]| {
+        w.usize(sums.len());
+        for s in sums {
+            w.usize(s.docs);
+            w.uint(u128::from(s.budget));
+            write_strs(w, &s.namespaces);
+        }
+    };
+    let write_file_pieces = |w: &mut Writer, list: &[FilePiece]| {
+        w.usize(list.len());
+        for p in list {
+            w.fixed(&p.piece.sum.to_le_bytes());
+            w.usize(p.piece.len);
+            w.usize(p.piece.items);
+            w.fixed(&p.digest.to_le_bytes());
+        }
+    };
     match (&record.files, &record.read_files) {
         (Some(files), _) => {
             main.u8(1);
             main.str(&files.global);
-            let list = source_pieces(files, &mut pieces);
-            write_pieces(&mut main, &list);
-            named.extend(list);
+            write_sums(&mut main, &files.sums);
+            let list = source_pieces(files, &mut pieces)?;
+            write_file_pieces(&mut main, &list);
+            named.extend(list.iter().map(|p| p.piece));
         }
         (None, Some(read)) => {
             main.u8(1);
             main.str(&read.global);
-            write_pieces(&mut main, &read.pieces);
-            named.extend_from_slice(&read.pieces);
+            write_sums(&mut main, &read.sums);
+            write_file_pieces(&mut main, &read.pieces);
+            named.extend(read.pieces.iter().map(|p| p.piece));
         }
         (None, None) => main.u8(0),
     }
@@ -431,11 +495,11 @@ pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Encoded {
     head.uint(u128::from(record.format));
     head.bytes(&main.buf);
     head.fixed(&checksum(&main.buf).to_le_bytes());
-    Encoded {
+    Ok(Encoded {
         head: head.buf,
         named,
         pieces,
-    }
+    })
 }
 
 fn write_pieces(w: &mut Writer, pieces: &[Piece]) {
@@ -448,16 +512,24 @@ fn write_pieces(w: &mut Writer, pieces: &[Piece]) {
 }
 
 fn read_pieces(r: &mut Reader) -> Result<Vec<Piece>> {
-    r.list(|r| {
-        let sum = u64::from_le_bytes(r.fixed(8)?.try_into().map_err(|_| Damaged)?);
-        let len = r.usize()?;
-        let items = r.usize()?;
-        // Every item takes a byte at least.
-        if items == 0 || items > len {
-            return Err(Damaged);
-        }
-        Ok(Piece { sum, len, items })
-    })
+    r.list(read_piece)
+}
+
+fn read_piece(r: &mut Reader) -> Result<Piece> {
+    let sum = read_u64(r)?;
+    let len = r.usize()?;
+    let items = r.usize()?;
+    // Every item takes a byte at least.
+    if items == 0 || items > len {
+        return Err(Damaged);
+    }
+    Ok(Piece { sum, len, items })
+}
+
+fn read_u64(r: &mut Reader) -> Result<u64> {
+    Ok(u64::from_le_bytes(
+        r.fixed(8)?.try_into().map_err(|_| Damaged)?,
+    ))
 }
 
 /// Where `n` items are cut into pieces: as the pieces `read` cut them
@@ -538,9 +610,12 @@ fn entry_pieces(
 
 /// The definition files' records as the pieces that hold them: those read
 /// whose records are all as read, at the same places, and new ones for
-/// the others.
-fn source_pieces(files: &Files, pieces: &mut Vec<(Piece, Vec<u8>)>) -> Vec<Piece> {
-    let read = (!files.pieces.is_empty()).then_some(&files.pieces[..]);
+/// the others. A stand-in for a record not read ([`Body::Unread`]) is
+/// only ever in a piece named again; anywhere else, the record cannot be
+/// written, and is not.
+fn source_pieces(files: &Files, pieces: &mut Vec<(Piece, Vec<u8>)>) -> Result<Vec<FilePiece>> {
+    let read: Vec<Piece> = files.pieces.iter().map(|p| p.piece).collect();
+    let read = (!read.is_empty()).then_some(&read[..]);
     let (cuts, as_read) = cuts(files.sources.len(), read, SOURCES_PER_PIECE);
     let encode = |sources: &[SourceRecord]| {
         let size = sources
@@ -557,26 +632,37 @@ fn source_pieces(files: &Files, pieces: &mut Vec<(Piece, Vec<u8>)>) -> Vec<Piece
     };
     let mut out = Vec::with_capacity(cuts.len());
     for (k, cut) in cuts.into_iter().enumerate() {
+        let sources = &files.sources[cut.clone()];
         let same = cut
             .clone()
-            .all(|i| files.sources[i].body.is_some() && files.sources[i].at == Some(i));
-        match read.and_then(|r| r.get(k)) {
+            .zip(sources)
+            .all(|(i, s)| s.body.is_some() && s.at == Some(i));
+        match files.pieces.get(k) {
             Some(&p) if as_read && same => {
-                debug_assert_eq!(
-                    checksum(&encode(&files.sources[cut])),
-                    p.sum,
+                // The tests build in debug: every piece named again that
+                // was read is checked against the encoding of its records.
+                debug_assert!(
+                    sources.iter().any(|s| matches!(s.body, Some(Body::Unread)))
+                        || checksum(&encode(sources)) == p.piece.sum,
                     "a piece named again differs"
                 );
                 out.push(p);
             }
-            _ => out.push(new_piece(
-                encode(&files.sources[cut.clone()]),
-                cut.len(),
-                pieces,
-            )),
+            _ => {
+                if sources.iter().any(|s| matches!(s.body, Some(Body::Unread))) {
+                    return Err(Damaged);
+                }
+                let digest = digest(
+                    sources
+                        .iter()
+                        .map(|s| (s.path.as_path(), s.hash.as_str(), s.warned)),
+                );
+                let piece = new_piece(encode(sources), cut.len(), pieces);
+                out.push(FilePiece { piece, digest });
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 fn read_section<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
@@ -694,7 +780,19 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
         0 => None,
         1 => Some(FilesRef {
             global: main.string()?,
-            pieces: read_pieces(&mut main)?,
+            sums: main.list(|r| {
+                Ok(PartSum {
+                    docs: r.usize()?,
+                    budget: r.u64()?,
+                    namespaces: read_strs(r)?,
+                })
+            })?,
+            pieces: main.list(|r| {
+                Ok(FilePiece {
+                    piece: read_piece(r)?,
+                    digest: read_u64(r)?,
+                })
+            })?,
         }),
         _ => return Err(Damaged),
     };
@@ -713,45 +811,46 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
     })
 }
 
-/// The per-file part of a record, from the pieces `fetch` reads; each
-/// file's parts are left undecoded ([`decode_parts`]): an incremental
-/// build decodes only the files that changed.
-pub fn decode_files(
-    files: &FilesRef,
+/// The records of the definition files in a piece of the per-file part,
+/// from the bytes `fetch` reads, the first at place `first` in the list;
+/// each file's parts are left undecoded ([`decode_parts`]): an
+/// incremental build decodes only the files that changed. Their digest
+/// must be the piece's.
+pub fn decode_piece(
+    p: &FilePiece,
+    first: usize,
     fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>,
-) -> Result<Files> {
-    let mut sources = Vec::new();
-    for p in &files.pieces {
-        let piece = std::sync::Arc::new(fetched(p, fetch)?);
-        let mut r = Reader::new(&piece);
-        for _ in 0..p.items {
-            let at = Some(sources.len());
-            let path = path(&mut r)?;
-            let hash = read_hash(&mut r)?;
-            let warned = r.bool()?;
-            let body = r.bytes()?;
-            let start = body.as_ptr() as usize - piece.as_ptr() as usize;
-            sources.push(SourceRecord {
-                path,
-                hash,
-                warned,
-                parts: Vec::new(),
-                body: Some(Body {
-                    piece: std::sync::Arc::clone(&piece),
-                    range: start..start + body.len(),
-                }),
-                at,
-            });
-        }
-        if !r.is_empty() {
-            return Err(Damaged);
-        }
+) -> Result<Vec<SourceRecord>> {
+    let piece = std::sync::Arc::new(fetched(&p.piece, fetch)?);
+    let mut r = Reader::new(&piece);
+    let mut sources = Vec::with_capacity(p.piece.items);
+    for i in 0..p.piece.items {
+        let path = path(&mut r)?;
+        let hash = read_hash(&mut r)?;
+        let warned = r.bool()?;
+        let body = r.bytes()?;
+        let start = body.as_ptr() as usize - piece.as_ptr() as usize;
+        sources.push(SourceRecord {
+            path,
+            hash,
+            warned,
+            parts: Vec::new(),
+            body: Some(Body::Read {
+                piece: std::sync::Arc::clone(&piece),
+                range: start..start + body.len(),
+            }),
+            at: first.checked_add(i),
+        });
     }
-    Ok(Files {
-        global: files.global.clone(),
-        sources,
-        pieces: files.pieces.clone(),
-    })
+    let found = digest(
+        sources
+            .iter()
+            .map(|s| (s.path.as_path(), s.hash.as_str(), s.warned)),
+    );
+    if !r.is_empty() || found != p.digest {
+        return Err(Damaged);
+    }
+    Ok(sources)
 }
 
 fn path(r: &mut Reader) -> Result<PathBuf> {
@@ -1377,8 +1476,18 @@ mod tests {
                     at: None,
                 }],
                 pieces: Vec::new(),
+                sums: vec![PartSum {
+                    docs: 1,
+                    budget: 4188,
+                    namespaces: vec!["ml".into()],
+                }],
             }),
         }
+    }
+
+    /// [`write()`] with nothing reused.
+    fn encode(record: &Record) -> Encoded {
+        write(record, &[]).unwrap()
     }
 
     /// The pieces of `e`, by checksum, as a records directory holds them.
@@ -1390,7 +1499,16 @@ mod tests {
         let mut fetch = |p: &Piece| store.get(&p.sum).cloned();
         let mut r = decode(head, &mut fetch)?;
         if let Some(f) = r.read_files.take() {
-            r.files = Some(decode_files(&f, &mut fetch)?);
+            let mut sources = Vec::new();
+            for p in &f.pieces {
+                sources.extend(decode_piece(p, sources.len(), &mut fetch)?);
+            }
+            r.files = Some(Files {
+                global: f.global,
+                sources,
+                pieces: f.pieces,
+                sums: f.sums,
+            });
         }
         Ok(r)
     }
@@ -1466,7 +1584,7 @@ mod tests {
                 pieces: &pieces,
                 dirty: &dirty,
             })];
-            let out = write(&edited, &reuse);
+            let out = write(&edited, &reuse).unwrap();
             let whole = encode(&edited);
             assert_eq!(out.head, whole.head, "dirty {dirty:?}");
             let touched: std::collections::BTreeSet<usize> =
@@ -1492,7 +1610,7 @@ mod tests {
             (&pieces[..], &[5, 2][..]),
             (&pieces[..], &[3, 3][..]),
         ] {
-            let out = write(&whole, &[Some(Reuse { pieces, dirty })]);
+            let out = write(&whole, &[Some(Reuse { pieces, dirty })]).unwrap();
             assert_eq!(out.head, encode(&whole).head);
             assert_eq!(out.pieces.len(), 3);
         }
@@ -1530,7 +1648,7 @@ mod tests {
                 ..read_back(&first.head, &disk).unwrap()
             };
             f(&mut back.files.as_mut().unwrap().sources);
-            let out = write(&back, &[]);
+            let out = write(&back, &[]).unwrap();
             (out.head == first.head, out.pieces.len())
         };
         // The directory, without reuse, is written whole.
@@ -1546,6 +1664,65 @@ mod tests {
         );
         // Two records that swapped places, in two pieces.
         assert_eq!(again(&|s| s.swap(0, SOURCES_PER_PIECE)), (false, 3));
+        // Stand-ins for the records of a piece not read name it again; one
+        // anywhere else cannot be written.
+        let stand_in = |i: usize| SourceRecord {
+            path: PathBuf::new(),
+            hash: String::new(),
+            warned: false,
+            parts: Vec::new(),
+            body: Some(Body::Unread),
+            at: Some(i),
+        };
+        let unread = |s: &mut Vec<SourceRecord>| {
+            for (i, s) in s.iter_mut().enumerate().skip(SOURCES_PER_PIECE) {
+                *s = stand_in(i);
+            }
+        };
+        assert_eq!(again(&unread), (true, 1));
+        let mut back = Record {
+            pieces: Vec::new(),
+            ..read_back(&first.head, &disk).unwrap()
+        };
+        let sources = &mut back.files.as_mut().unwrap().sources;
+        unread(sources);
+        sources.swap(0, 2 * SOURCES_PER_PIECE);
+        assert!(write(&back, &[]).is_err());
+        // The digest of a piece is of its files as a build finds them
+        // unchanged: each path and hash, without warnings.
+        let files = read.files.as_ref().unwrap();
+        let found = files.sources[..SOURCES_PER_PIECE]
+            .iter()
+            .map(|s| (s.path.as_path(), s.hash.as_str(), false));
+        assert_ne!(
+            digest(found),
+            files.pieces[0].digest,
+            "the records had warnings"
+        );
+        let mut unwarned = Record {
+            files: r.files.clone(),
+            ..record()
+        };
+        for s in &mut unwarned.files.as_mut().unwrap().sources {
+            s.warned = false;
+        }
+        let e = encode(&unwarned);
+        let back = read_back(&e.head, &store(&e)).unwrap();
+        let files = back.files.as_ref().unwrap();
+        let found = files.sources[..SOURCES_PER_PIECE]
+            .iter()
+            .map(|s| (s.path.as_path(), s.hash.as_str(), false));
+        assert_eq!(digest(found), files.pieces[0].digest);
+        // A piece whose records are not of the digest its head gives is
+        // damaged.
+        let mut wrong = files.pieces[1];
+        wrong.digest ^= 1;
+        let mut fetch = |p: &Piece| store(&e).get(&p.sum).cloned();
+        assert_eq!(
+            decode_piece(&wrong, SOURCES_PER_PIECE, &mut fetch).err(),
+            Some(Damaged)
+        );
+        assert!(decode_piece(&files.pieces[1], SOURCES_PER_PIECE, &mut fetch).is_ok());
     }
 
     #[test]

@@ -38,6 +38,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::codec::{Body, FilePiece, PartSum, Piece};
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
 use crate::emit;
@@ -139,9 +140,10 @@ pub struct Files {
     pub global: String,
     /// In path order.
     pub sources: Vec<SourceRecord>,
-    /// The pieces that held `sources` when read ([`super::codec::Piece`]);
-    /// none in a build's own.
-    pub pieces: Vec<super::codec::Piece>,
+    /// The pieces that held `sources` when read; none in a build's own.
+    pub pieces: Vec<FilePiece>,
+    /// One per set.
+    pub sums: Vec<PartSum>,
 }
 
 /// What a build leaves for the next: the per-file records (`None` when a
@@ -163,7 +165,9 @@ pub struct State {
     pub(super) base: Option<Base>,
     /// Of an incremental build: the pieces that held the definition files'
     /// records it read ([`Files::pieces`]).
-    pub(super) pieces: Vec<super::codec::Piece>,
+    pub(super) pieces: Vec<FilePiece>,
+    /// What the rules across files need of each set ([`Files::sums`]).
+    pub(super) sums: Vec<PartSum>,
 }
 
 /// Of a record read, the pieces that hold each directory's snapshot, and
@@ -194,6 +198,10 @@ impl State {
             }
         }
         let sources = records(sets, compiled);
+        let sums = sources
+            .as_deref()
+            .map(|s| sums_of(s, compiled.parts.len()))
+            .unwrap_or_default();
         Self {
             sources,
             hashes,
@@ -201,8 +209,31 @@ impl State {
             key: None,
             base: None,
             pieces: Vec::new(),
+            sums,
         }
     }
+}
+
+/// What the rules across files need of each of `parts` sets, over the
+/// decoded `records`.
+fn sums_of(records: &[SourceRecord], parts: usize) -> Vec<PartSum> {
+    (0..parts)
+        .map(|k| {
+            let docs = records
+                .iter()
+                .filter_map(|r| r.parts.get(k))
+                .flat_map(|p| &p.docs);
+            let mut sum = PartSum::default();
+            let mut namespaces = BTreeSet::new();
+            for d in docs {
+                sum.docs += 1;
+                sum.budget = sum.budget.saturating_add(d.floor);
+                namespaces.insert(d.namespace.as_str());
+            }
+            sum.namespaces = namespaces.into_iter().map(str::to_owned).collect();
+            sum
+        })
+        .collect()
 }
 
 fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
@@ -369,7 +400,8 @@ fn shown(req: &super::Request, path: &Path) -> String {
 pub(super) fn compile(
     req: &super::Request,
     record: super::Record,
-    files: Files,
+    files: super::codec::FilesRef,
+    fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>,
     inputs: super::Inputs,
     sets: &[Set],
     patch: bool,
@@ -396,8 +428,52 @@ pub(super) fn compile(
     // another's hash is new, and that record removed: the build is walked,
     // or runs in full.
     let by_bytes = |p: &Path| super::codec::checksum(p.as_os_str().as_encoded_bytes());
-    let files_pieces = files.pieces;
-    let mut old: Vec<Option<SourceRecord>> = files.sources.into_iter().map(Some).collect();
+    let damaged = |_| "the record is damaged";
+    // Where each piece's records start in the record's list.
+    let mut starts = Vec::with_capacity(files.pieces.len());
+    let mut total = 0usize;
+    for p in &files.pieces {
+        starts.push(total);
+        total = total
+            .checked_add(p.piece.items)
+            .ok_or("the record is damaged")?;
+    }
+    // A piece is read only when the files at its places are not the ones
+    // its records are of, byte for byte: when none of them changed, its
+    // records are neither read nor written again. A 64-bit digest, as
+    // the record's checksums are: of SHA-256 hashes, which no edit
+    // steers.
+    let in_place = total == sources.len();
+    let mut unread = Vec::new();
+    let mut skip = vec![false; if in_place { total } else { 0 }];
+    let mut old: Vec<Option<SourceRecord>> = Vec::new();
+    for (k, p) in files.pieces.iter().enumerate() {
+        let places = starts[k]..starts[k] + p.piece.items;
+        let same = in_place && {
+            let found = sources[places.clone()]
+                .iter()
+                .zip(&hashes[places.clone()])
+                .map(|((path, _), hash)| (path.as_path(), hash.as_str(), false));
+            super::codec::digest(found) == p.digest
+        };
+        if same {
+            skip[places].fill(true);
+            unread.push(k);
+        } else {
+            let read = super::codec::decode_piece(p, starts[k], fetch).map_err(damaged)?;
+            old.extend(read.into_iter().map(Some));
+        }
+    }
+    // The records of the pieces not read, read after all: a build that
+    // walks, or an edit whose jobs claim other objects, looks at every one.
+    let read_unread = |fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>| {
+        let mut out = Vec::new();
+        for &k in &unread {
+            let p = &files.pieces[k];
+            out.extend(super::codec::decode_piece(p, starts[k], fetch).map_err(damaged)?);
+        }
+        Ok::<_, String>(out)
+    };
     let mut at: FxMap<u64, usize> = FxMap::default();
     at.reserve(old.len());
     for (i, r) in old.iter().enumerate() {
@@ -416,10 +492,13 @@ pub(super) fn compile(
     let mut dirty: Sources = Vec::new();
     let mut changed: Vec<String> = Vec::new();
     let mut added = false;
-    for ((path, file), hash) in sources.iter().zip(&hashes) {
+    for (n, ((path, file), hash)) in sources.iter().zip(&hashes).enumerate() {
+        if skip.get(n) == Some(&true) {
+            continue;
+        }
         let found = at.get(&by_bytes(path)).and_then(|&i| {
             let r = old.get_mut(i)?.take_if(|r| r.path == *path)?;
-            Some((i, r))
+            Some((r.at?, r))
         });
         match found {
             Some((i, r)) if r.hash == *hash && !r.warned => {
@@ -460,7 +539,7 @@ pub(super) fn compile(
         Some(body) => super::codec::count_parts(body).ok(),
         None => Some(r.parts.len()),
     };
-    if kept.iter().any(|r| parts_of(r) != Some(parts)) {
+    if files.sums.len() != parts || kept.iter().any(|r| parts_of(r) != Some(parts)) {
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
@@ -478,27 +557,52 @@ pub(super) fn compile(
             .collect(),
         moved: HashMap::new(),
     });
-    let (all, dests, extras, bytes, jobs) = if same_places {
-        let (dests, extras, bytes, jobs) = patched(
+    let (all, dests, extras, bytes, jobs, sums) = if same_places {
+        let (dests, extras, bytes, jobs, sums) = patched(
             req,
             sets,
             &mut compiled,
             record.outputs,
-            &kept,
-            &fresh,
-            &was,
+            Across {
+                kept: &kept,
+                fresh: &fresh,
+                was: &was,
+                sums: &files.sums,
+                unread: &mut || read_unread(fetch),
+            },
         )?;
+        // Stand-ins for the records not read, which name their pieces
+        // again.
+        let (mut kept, mut kept_at) = (kept, kept_at);
+        for &k in &unread {
+            for i in starts[k]..starts[k] + files.pieces[k].piece.items {
+                kept.push(SourceRecord {
+                    path: PathBuf::new(),
+                    hash: String::new(),
+                    warned: false,
+                    parts: Vec::new(),
+                    body: Some(Body::Unread),
+                    at: Some(i),
+                });
+                kept_at.push(i);
+            }
+        }
         let order = Order {
             kept: kept_at,
             fresh: was_at,
         };
-        (order.apply(kept, fresh)?, dests, extras, bytes, jobs)
+        (order.apply(kept, fresh)?, dests, extras, bytes, jobs, sums)
     } else {
+        let mut kept = kept;
+        kept.extend(read_unread(fetch)?);
         let kept = kept
             .into_iter()
             .map(decoded)
             .collect::<Result<Vec<_>, String>>()?;
-        walked(req, sets, &mut compiled, record.outputs, kept, fresh)?
+        let (all, dests, extras, bytes, jobs) =
+            walked(req, sets, &mut compiled, record.outputs, kept, fresh)?;
+        let sums = sums_of(&all, parts);
+        (all, dests, extras, bytes, jobs, sums)
     };
     let mut contexts: Vec<_> = record.contexts;
     contexts.append(&mut compiled.read.contexts);
@@ -519,7 +623,8 @@ pub(super) fn compile(
             walked: HashMap::new(),
             key: Some(key),
             base,
-            pieces: files_pieces,
+            pieces: files.pieces,
+            sums,
         },
         compiled: compiled_jobs,
         jobs,
@@ -561,8 +666,9 @@ fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
 /// the bytes compiled, and the number of jobs.
 type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
 
-/// [`Wants`] but the records, which a patched edit orders apart ([`Order`]).
-type Patched = (Vec<Dest>, Vec<Vec<String>>, u64, usize);
+/// [`Wants`] but the records, which a patched edit orders apart ([`Order`]),
+/// and what the rules across files need of each set.
+type Patched = (Vec<Dest>, Vec<Vec<String>>, u64, usize, Vec<PartSum>);
 
 /// The index in `compiled.parts` of set `set`'s part.
 fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
@@ -604,12 +710,11 @@ fn patched(
     sets: &[Set],
     compiled: &mut Compiled,
     mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
-    kept: &[SourceRecord],
-    fresh: &[SourceRecord],
-    was: &[SourceRecord],
+    across: Across,
 ) -> Result<Patched, String> {
     let project = req.project;
-    let (namespaces, jobs) = across_patched(compiled, kept, fresh, was)?;
+    let (fresh, was) = (across.fresh, across.was);
+    let (namespaces, jobs, sums) = across_patched(compiled, across)?;
     let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
     let mut dests = Vec::new();
     let mut extras = Vec::new();
@@ -684,7 +789,7 @@ fn patched(
             });
         }
     }
-    Ok((dests, extras, bytes, jobs))
+    Ok((dests, extras, bytes, jobs, sums))
 }
 
 /// Where the records of a patched edit go: its definition files are the
@@ -848,30 +953,60 @@ fn walked(
     Ok((all, dests, extras, total, jobs))
 }
 
-/// The rules across files of [`patched`]: the jobs compiled keep their
-/// names, so only the objects they generate and the output budget can
-/// change; the unchanged files' documents are read from their records
-/// undecoded. Gives each set's namespaces and the number of jobs.
+/// Each set's namespaces, the number of jobs, and what to record of each
+/// set ([`PartSum`]).
+type Sums = (Vec<BTreeSet<String>>, usize, Vec<PartSum>);
+
+/// What the rules across files of a patched edit look at: the records of
+/// the files kept that were read, of the files compiled (`fresh`) and of
+/// what they were (`was`), the sums of the last build, and a way to read
+/// the records of the pieces that were not.
+struct Across<'a> {
+    kept: &'a [SourceRecord],
+    fresh: &'a [SourceRecord],
+    was: &'a [SourceRecord],
+    sums: &'a [PartSum],
+    unread: &'a mut dyn FnMut() -> Result<Vec<SourceRecord>, String>,
+}
+
+/// The rules across files for a patched edit, and each set's namespaces,
+/// the number of jobs, and the sums to record. The last build found no two
+/// documents in conflict, no two jobs claiming one object, and the output
+/// within its budget: when the edited files' documents have the names and
+/// claims they had, only the budget can have changed, and it is the last
+/// build's with what was compiled in place of what was; no other record is
+/// looked at. Otherwise every other file's documents are, read in place.
 fn across_patched(
     compiled: &Compiled,
-    kept: &[SourceRecord],
-    fresh: &[SourceRecord],
-    was: &[SourceRecord],
-) -> Result<(Vec<BTreeSet<String>>, usize), String> {
+    across: Across,
+) -> Result<Sums, String> {
+    let Across {
+        kept,
+        fresh,
+        was,
+        sums,
+        unread,
+    } = across;
     let mut namespaces = Vec::new();
+    let mut new_sums = Vec::new();
     let mut jobs = 0;
+    let mut others: Option<Vec<SourceRecord>> = None;
     for k in 0..compiled.parts.len() {
         let mut names = FxSet::default();
         let mut claims: FxMap<String, usize> = FxMap::default();
         let mut budget = 0u64;
         let mut docs = 0usize;
         let mut spaces = BTreeSet::new();
-        // The last build found no two jobs claiming one object: when the
-        // edited jobs claim what they claimed, no other job can be looked at.
         let claimed = |r: &[SourceRecord]| -> Vec<Vec<(String, Option<String>, String)>> {
             r.iter()
                 .flat_map(|r| &r.parts[k].docs)
                 .map(|d| d.claims.clone())
+                .collect()
+        };
+        let named = |r: &[SourceRecord]| -> Vec<(String, String)> {
+            r.iter()
+                .flat_map(|r| &r.parts[k].docs)
+                .map(|d| (d.namespace.clone(), d.name.clone()))
                 .collect()
         };
         let new_claims = claimed(fresh) != claimed(was);
@@ -911,33 +1046,83 @@ fn across_patched(
                 spaces.insert(d.namespace.clone());
             }
         }
-        for r in kept {
-            let body = r.body.as_deref().ok_or("internal: a record decoded")?;
-            let mut claim_buf = String::new();
-            let hit = super::codec::scan_docs(
-                body,
-                k,
-                new_claims,
-                |d| {
-                    budget = budget.saturating_add(d.floor);
-                    docs += 1;
-                    if !spaces.contains(d.namespace) {
-                        spaces.insert(d.namespace.to_owned());
-                    }
-                    names.contains(&(d.namespace, d.name))
-                },
-                |kind, namespace, name| {
-                    key(&mut claim_buf, kind, namespace, name);
-                    claims.contains_key(claim_buf.as_str())
-                },
-            )
-            .map_err(|_| "the record is damaged")?;
-            if hit {
-                return Err(
-                    "a job that changed and another generate the same object; the build will report it"
-                        .into(),
+        // Other files' documents, read in place: their floors and
+        // namespaces, and whether one is in conflict with what was compiled.
+        let scan = |records: &[SourceRecord],
+                    budget: &mut u64,
+                    docs: &mut usize,
+                    spaces: &mut BTreeSet<String>|
+         -> Result<(), String> {
+            for r in records {
+                let body = r.body.as_deref().ok_or("internal: a record decoded")?;
+                let mut claim_buf = String::new();
+                let hit = super::codec::scan_docs(
+                    body,
+                    k,
+                    new_claims,
+                    |d| {
+                        *budget = budget.saturating_add(d.floor);
+                        *docs += 1;
+                        if !spaces.contains(d.namespace) {
+                            spaces.insert(d.namespace.to_owned());
+                        }
+                        names.contains(&(d.namespace, d.name))
+                    },
+                    |kind, namespace, name| {
+                        key(&mut claim_buf, kind, namespace, name);
+                        claims.contains_key(claim_buf.as_str())
+                    },
+                )
+                .map_err(|_| "the record is damaged")?;
+                if hit {
+                    return Err(
+                        "a job that changed and another generate the same object; the build will report it"
+                            .into(),
+                    );
+                }
+            }
+            Ok(())
+        };
+        let sum = sums
+            .get(k)
+            .filter(|_| !new_claims && named(fresh) == named(was));
+        if let Some(sum) = sum {
+            let compiled_only = (budget, docs, spaces.clone());
+            let floors = |r: &[SourceRecord]| -> u64 {
+                r.iter()
+                    .flat_map(|r| &r.parts[k].docs)
+                    .fold(0u64, |n, d| n.saturating_add(d.floor))
+            };
+            budget = sum
+                .budget
+                .checked_sub(floors(was))
+                .and_then(|b| b.checked_add(floors(fresh)))
+                .ok_or("the record is damaged")?;
+            docs = sum.docs;
+            spaces.extend(sum.namespaces.iter().cloned());
+            // The tests build in debug: every sum taken is checked against
+            // the records.
+            if cfg!(debug_assertions) {
+                let others = match &mut others {
+                    Some(o) => &*o,
+                    None => &*others.insert(unread()?),
+                };
+                let (mut b, mut d, mut sp) = compiled_only;
+                scan(kept, &mut b, &mut d, &mut sp)?;
+                scan(others, &mut b, &mut d, &mut sp)?;
+                debug_assert_eq!(
+                    (b, d, &sp),
+                    (budget, docs, &spaces),
+                    "the sums are not the records'"
                 );
             }
+        } else {
+            let others = match &mut others {
+                Some(o) => &*o,
+                None => &*others.insert(unread()?),
+            };
+            scan(kept, &mut budget, &mut docs, &mut spaces)?;
+            scan(others, &mut budget, &mut docs, &mut spaces)?;
         }
         if docs == 0 {
             return Err("there are no jobs; the build will report it".into());
@@ -948,9 +1133,14 @@ fn across_patched(
         if k == 0 {
             jobs = docs;
         }
+        new_sums.push(PartSum {
+            docs,
+            budget,
+            namespaces: spaces.iter().cloned().collect(),
+        });
         namespaces.push(spaces);
     }
-    Ok((namespaces, jobs))
+    Ok((namespaces, jobs, new_sums))
 }
 
 /// The files of a directory in walk order; two jobs never share one.

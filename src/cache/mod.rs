@@ -268,10 +268,16 @@ impl Cache {
             .read_files
             .take()
             .ok_or("the last build kept no record of each definition file")?;
-        let files = codec::decode_files(&files, &mut |p| self.piece(p))
-            .map_err(|_| "the record is damaged")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, inputs, sets, patch)
+        incremental::compile(
+            req,
+            record,
+            files,
+            &mut |p| self.piece(p),
+            inputs,
+            sets,
+            patch,
+        )
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -478,6 +484,7 @@ impl Cache {
             global: req.global_key(&read.library)?,
             sources,
             pieces: std::mem::take(&mut state.pieces),
+            sums: std::mem::take(&mut state.sums),
         })
     }
 
@@ -557,7 +564,8 @@ impl Cache {
         // point anywhere.
         private_dir(&builds)?;
         tag(&self.dir);
-        let encoded = codec::write(record, reuse);
+        let encoded = codec::write(record, reuse)
+            .map_err(|_| "internal: a record that was not read cannot be written")?;
         let put = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
             let mut tmp = tempfile::Builder::new()
                 .prefix(".record-")
