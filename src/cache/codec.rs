@@ -750,11 +750,13 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
     let contexts = serde_json::from_slice(main.bytes()?).map_err(|_| Damaged)?;
     let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
     let mut pieces = Vec::new();
+    let mut calm = Vec::new();
     let outputs = main.list(|r| {
         let dir = path(r)?;
         let entries = match r.u8()? {
             0 => {
                 pieces.push(None);
+                calm.push(true);
                 None
             }
             1 => {
@@ -766,10 +768,12 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
                     .map(|p| fetched(p, fetch))
                     .collect::<Result<Vec<_>>>()?;
                 let mut entries = Vec::with_capacity(list.iter().map(|p| p.items).sum());
+                let mut racy = false;
                 for (p, bytes) in list.iter().zip(&bytes) {
-                    read_entries(bytes, p.items, &mut entries)?;
+                    racy |= read_entries(bytes, p.items, &mut entries)?;
                 }
                 pieces.push(Some(list));
+                calm.push(!racy);
                 Some(entries)
             }
             _ => return Err(Damaged),
@@ -806,6 +810,7 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
         dests,
         outputs,
         pieces,
+        calm,
         files: None,
         read_files,
     })
@@ -938,8 +943,9 @@ fn write_entry(w: &mut Writer, prev: &str, e: &Entry) {
 }
 
 /// The `n` entries of a snapshot's piece, after those of the pieces
-/// before it in `out`.
-fn read_entries(bytes: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<()> {
+/// before it in `out`; whether one is racy.
+fn read_entries(bytes: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<bool> {
+    let mut racy = false;
     let mut r = Reader::new(bytes);
     let first = out.len();
     out.reserve(n);
@@ -974,12 +980,13 @@ fn read_entries(bytes: &[u8], n: usize, out: &mut Vec<Entry>) -> Result<()> {
             }),
             _ => return Err(Damaged),
         };
+        racy |= flags & 8 != 0;
         out.push(Entry { path, kind, file });
     }
     if !r.is_empty() {
         return Err(Damaged);
     }
-    Ok(())
+    Ok(racy)
 }
 
 fn write_strs(w: &mut Writer, items: &[String]) {
@@ -1368,7 +1375,11 @@ mod tests {
             w.buf
         };
         let mut out = Vec::new();
-        assert_eq!(read_entries(&piece(false), entries.len(), &mut out), Ok(()));
+        assert_eq!(
+            read_entries(&piece(false), entries.len(), &mut out),
+            Ok(true),
+            "one is racy"
+        );
         assert_eq!(&out, entries);
         assert_eq!(
             read_entries(&piece(true), entries.len(), &mut Vec::new()),
@@ -1440,6 +1451,7 @@ mod tests {
                 ("/p/build".into(), None),
             ],
             pieces: Vec::new(),
+            calm: Vec::new(),
             read_files: None,
             files: Some(Files {
                 global: "g".into(),
@@ -1745,7 +1757,9 @@ mod tests {
         assert_eq!(back.pieces.len(), 2);
         assert_eq!(back.pieces[0].as_ref().map(|p| p[0].items), Some(6));
         assert_eq!(back.pieces[1], None);
+        assert_eq!(back.calm, [false, true], "a racy entry, and no snapshot");
         back.pieces = Vec::new();
+        back.calm = Vec::new();
         back.files.as_mut().unwrap().pieces = Vec::new();
         assert_eq!(format!("{back:?}"), format!("{r:?}"));
         r.files = None;

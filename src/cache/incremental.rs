@@ -170,11 +170,13 @@ pub struct State {
     pub(super) sums: Vec<PartSum>,
 }
 
-/// Of a record read, the pieces that hold each directory's snapshot, and
-/// which entries of each have changed since it was read.
+/// Of a record read, the pieces that hold each directory's snapshot, the
+/// directories whose snapshot holds no racy entry, and which entries of
+/// each have changed since it was read.
 #[derive(Debug, Default)]
 pub(super) struct Base {
     pub pieces: HashMap<PathBuf, Vec<super::codec::Piece>>,
+    pub calm: HashSet<PathBuf>,
     pub moved: HashMap<PathBuf, Vec<usize>>,
 }
 
@@ -554,6 +556,13 @@ pub(super) fn compile(
             .iter()
             .zip(record.pieces)
             .filter_map(|((dir, _), at)| Some((dir.clone(), at?)))
+            .collect(),
+        calm: record
+            .outputs
+            .iter()
+            .zip(&record.calm)
+            .filter(|(_, calm)| **calm)
+            .map(|((dir, _), _)| dir.clone())
             .collect(),
         moved: HashMap::new(),
     });
@@ -976,10 +985,7 @@ struct Across<'a> {
 /// claims they had, only the budget can have changed, and it is the last
 /// build's with what was compiled in place of what was; no other record is
 /// looked at. Otherwise every other file's documents are, read in place.
-fn across_patched(
-    compiled: &Compiled,
-    across: Across,
-) -> Result<Sums, String> {
+fn across_patched(compiled: &Compiled, across: Across) -> Result<Sums, String> {
     let Across {
         kept,
         fresh,
@@ -1305,6 +1311,7 @@ pub fn plan(
     // What the walk records is not the record's list.
     if let Some(base) = &mut state.base {
         base.pieces.remove(&root);
+        base.calm.remove(&root);
     }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {

@@ -56,6 +56,9 @@ struct Record {
     /// Of a record read: the pieces that hold each directory's entries
     /// ([`codec::Reuse`]), beside `outputs`. Empty in one to write.
     pieces: Vec<Option<Vec<codec::Piece>>>,
+    /// Of a record read: whether each directory's snapshot holds no racy
+    /// entry ([`snapshot::after`]), beside `outputs`.
+    calm: Vec<bool>,
     /// What each definition file made, for an incremental build; `None`
     /// when the build could not say, and in a record just read.
     files: Option<incremental::Files>,
@@ -318,11 +321,16 @@ impl Cache {
                 let mut changed = None;
                 let entries = match (state.walked.remove(&dir), plan) {
                     (Some(Some(before)), Some(plan)) => {
-                        let (entries, d) =
-                            snapshot::after(&dir, before, plan, self.started, bytes_hash).map_err(
-                                |e| format!("{} cannot be recorded: {e}", shown(req, &dir)),
-                            )?;
                         let moved = base.as_ref().and_then(|b| b.moved.get(&dir));
+                        let settled = base
+                            .as_ref()
+                            .filter(|b| b.calm.contains(&dir))
+                            .map(|_| moved.map_or(&[][..], Vec::as_slice));
+                        let (entries, d) =
+                            snapshot::after(&dir, before, plan, self.started, bytes_hash, settled)
+                                .map_err(|e| {
+                                    format!("{} cannot be recorded: {e}", shown(req, &dir))
+                                })?;
                         changed = d.map(|mut d| {
                             d.extend(moved.into_iter().flatten());
                             d.sort_unstable();
@@ -350,6 +358,7 @@ impl Cache {
                         plan.ok_or("internal")?,
                         self.started,
                         bytes_hash,
+                        None,
                     )
                     .map(|(entries, _)| Some(entries))
                     .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?,
@@ -377,6 +386,7 @@ impl Cache {
                     dests,
                     outputs,
                     pieces: Vec::new(),
+                    calm: Vec::new(),
                     files: Self::files(req, read, state),
                     read_files: None,
                 },
@@ -417,8 +427,9 @@ impl Cache {
                             std::io::Error::other(format!("the hash of {} is not known", c.path))
                         })
                 };
-                let (entries, _) = snapshot::after(&dir, Vec::new(), plan, self.started, hash)
-                    .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
+                let (entries, _) =
+                    snapshot::after(&dir, Vec::new(), plan, self.started, hash, None)
+                        .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
                 outputs.push((dir, Some(entries)));
                 continue;
             }
@@ -470,6 +481,7 @@ impl Cache {
                 .collect(),
             outputs,
             pieces: Vec::new(),
+            calm: Vec::new(),
             files: Self::files(req, read, state),
             read_files: None,
         };
@@ -585,42 +597,33 @@ impl Cache {
             .iter()
             .map(|p| self.piece_name(p.sum))
             .collect();
-        self.prune(&builds, &named);
-        sweep(&builds);
+        sweep(
+            &builds,
+            Some(Written {
+                stem: &self.stem,
+                named: &named,
+                started: self.started,
+            }),
+        );
         Ok(())
     }
+}
 
-    /// Deletes this record's pieces that `named` does not hold and that
-    /// were there before this build started: a build of the same record
-    /// running beside this one may have written the newer ones for its
-    /// own head. Works on the directory as opened, never through a
-    /// symlink.
-    fn prune(&self, builds: &Path, named: &std::collections::HashSet<String>) {
-        use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, statat, unlinkat};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let Ok(fd) = openat(CWD, builds, flags, Mode::empty()) else {
-            return;
-        };
-        let Ok(entries) = Dir::read_from(&fd) else {
-            return;
-        };
-        let prefix = format!("{}-", self.stem);
-        for e in entries.flatten() {
-            let Ok(name) = e.file_name().to_str() else {
-                continue;
-            };
-            if !name.starts_with(&prefix) || !is_piece(name) || named.contains(name) {
-                continue;
-            }
-            let old = statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-                i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec)
-                    < self.started
-            });
-            if old {
-                let _ = unlinkat(&fd, name, AtFlags::empty());
-            }
-        }
-    }
+/// A record just written, whose pieces its head no longer names are
+/// deleted by the [`sweep`] that follows, when they were there before its
+/// build started: a build of the same record running beside it may have
+/// written the newer ones for its own head.
+struct Written<'a> {
+    stem: &'a str,
+    named: &'a std::collections::HashSet<String>,
+    started: i128,
+}
+
+/// The mtime of `name` in `dir`, in nanoseconds since the epoch, not
+/// following a symlink.
+fn mtime(dir: &impl rustix::fd::AsFd, name: &str) -> Option<i128> {
+    let st = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    Some(i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec))
 }
 
 /// Whether `name` is that of a piece: `<32 hex digits>-<16 hex digits>.piece`.
@@ -683,10 +686,11 @@ fn private_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Deletes the records, and temporary files of interrupted writes, unused
-/// for [`UNUSED`], and the pieces of records that are gone. Works on the
-/// directory as opened, never through a symlink: one in place of the
-/// directory, or of an entry, is left alone.
-fn sweep(builds: &Path) {
+/// for [`UNUSED`], the pieces of records that are gone, and those the
+/// record `written` no longer names. One listing of the directory, as
+/// opened, never through a symlink: one in place of the directory, or of
+/// an entry, is left alone.
+fn sweep(builds: &Path, written: Option<Written>) {
     use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, unlinkat};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let Ok(fd) = openat(CWD, builds, flags, Mode::empty()) else {
@@ -714,7 +718,18 @@ fn sweep(builds: &Path) {
                 .strip_prefix(".record-")
                 .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
         if is_piece(name) {
-            pieces.push(name.to_owned());
+            let unnamed = written.as_ref().filter(|w| {
+                name.strip_prefix(w.stem)
+                    .is_some_and(|rest| rest.starts_with('-'))
+                    && !w.named.contains(name)
+            });
+            match unnamed {
+                Some(w) if mtime(&fd, name).is_some_and(|t| t < w.started) => {
+                    let _ = unlinkat(&fd, name, AtFlags::empty());
+                }
+                Some(_) => {}
+                None => pieces.push(name.to_owned()),
+            }
             continue;
         }
         if !ours {
@@ -735,13 +750,12 @@ fn sweep(builds: &Path) {
     }
     // Not the pieces of a record being written: its head comes last.
     let orphaned = |name: &str| {
-        rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-            let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
-            at + WRITING < now
-        })
+        let writing =
+            i128::try_from((now - WRITING).duration_since(UNIX_EPOCH).ok()?.as_nanos()).ok()?;
+        Some(mtime(&fd, name)? < writing)
     };
     for name in pieces {
-        if !records.contains(&name[..32]) && orphaned(&name) {
+        if !records.contains(&name[..32]) && orphaned(&name) == Some(true) {
             let _ = unlinkat(&fd, name.as_str(), AtFlags::empty());
         }
     }
@@ -933,11 +947,40 @@ mod tests {
             let f = fs::File::create(builds.join(name)).unwrap();
             f.set_modified(*at).unwrap();
         }
-        sweep(builds);
+        sweep(builds, None);
         for (name, swept) in names {
             assert_eq!(!builds.join(name).exists(), swept, "{name}");
         }
         for (name, _, swept) in &pieces {
+            assert_eq!(!builds.join(name).exists(), *swept, "{name}");
+        }
+        // A record just written: its pieces that its head no longer names
+        // go, unless they are newer than its build (another's, beside it).
+        let started = snapshot::mark();
+        let named: std::collections::HashSet<String> =
+            [format!("{live}-1111111111111111.piece")].into();
+        let mine = [
+            (format!("{live}-1111111111111111.piece"), old, false),
+            (format!("{live}-2222222222222222.piece"), old, true),
+            (
+                format!("{live}-3333333333333333.piece"),
+                SystemTime::now() + Duration::from_secs(5),
+                false,
+            ),
+        ];
+        for (name, at, _) in &mine {
+            let f = fs::File::create(builds.join(name)).unwrap();
+            f.set_modified(*at).unwrap();
+        }
+        sweep(
+            builds,
+            Some(Written {
+                stem: live,
+                named: &named,
+                started,
+            }),
+        );
+        for (name, _, swept) in &mine {
             assert_eq!(!builds.join(name).exists(), *swept, "{name}");
         }
         assert!(
@@ -963,7 +1006,7 @@ mod tests {
         let cache_dir = dir.path().join("cache");
         fs::create_dir(&cache_dir).unwrap();
         std::os::unix::fs::symlink(&victim, cache_dir.join("builds")).unwrap();
-        sweep(&cache_dir.join("builds"));
+        sweep(&cache_dir.join("builds"), None);
         assert!(
             victim.join(name).exists(),
             "swept through a symlinked directory"
@@ -982,6 +1025,7 @@ mod tests {
             dests: Vec::new(),
             outputs: Vec::new(),
             pieces: Vec::new(),
+            calm: Vec::new(),
             files: None,
             read_files: None,
         };
@@ -994,7 +1038,7 @@ mod tests {
         cache.write(&record, &[]).unwrap();
         let builds = cache_dir.join("builds");
         std::os::unix::fs::symlink(victim.join(name), builds.join(name)).unwrap();
-        sweep(&builds);
+        sweep(&builds, None);
         assert!(victim.join(name).exists());
         assert!(builds.join(name).is_symlink());
         fs::remove_file(&cache.file).unwrap();

@@ -180,12 +180,16 @@ pub fn take(
 /// at no file written. Whatever else changed since the walk is found by
 /// the next check, which compares every entry. With the entries, when
 /// none was added or removed: the indexes of those that changed, in order.
+/// `settled`: when `before` is a snapshot as read, none of its entries
+/// racy, the indexes of those checked again since; then no other entry's
+/// raciness is looked at, and the cost is the plan's alone.
 pub fn after(
     root: &Path,
     before: Vec<Entry>,
     plan: &crate::plan::Plan,
     mark: i128,
     hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
+    settled: Option<&[usize]>,
 ) -> io::Result<(Vec<Entry>, Option<Vec<usize>>)> {
     use crate::plan::Op;
     // Most builds only rewrite files that were there: their entries are
@@ -215,12 +219,28 @@ pub fn after(
         }
         let mut out = before;
         let mut dirty = Vec::with_capacity(states.len());
-        for (i, e) in out.iter_mut().enumerate() {
+        let mut recheck = |i: usize, e: &mut Entry| {
             if let Some(f) = &mut e.file {
                 let racy = f.sig.racy(mark);
                 if f.racy != racy {
                     f.racy = racy;
                     dirty.push(i);
+                }
+            }
+        };
+        match settled {
+            // A signature that was not racy at an earlier mark is not at a
+            // later one: only those checked again since are looked at.
+            Some(moved) => {
+                for &i in moved {
+                    if let Some(e) = out.get_mut(i) {
+                        recheck(i, e);
+                    }
+                }
+            }
+            None => {
+                for (i, e) in out.iter_mut().enumerate() {
+                    recheck(i, e);
                 }
             }
         }
@@ -836,7 +856,15 @@ mod tests {
             fs::write(root.join(&c.path), &c.new).unwrap();
         }
         let m = mark();
-        let (s, _) = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
+        let (s, _) = after(
+            &root,
+            Vec::new(),
+            &plan,
+            m,
+            |c| Ok(content_hash(&c.new)),
+            None,
+        )
+        .unwrap();
         let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
