@@ -738,7 +738,7 @@ fn fetched(p: &Piece, fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> Resul
 
 /// The record whose head is `head` (of the current format: see
 /// [`format()`]), each directory's snapshot read from the pieces `fetch`
-/// reads; the per-file part is left in its pieces ([`decode_files`]).
+/// reads; the per-file part is left in its pieces ([`decode_piece`]).
 pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> Result<Record> {
     let mut r = Reader::new(head.strip_prefix(MAGIC).ok_or(Damaged)?);
     let format = r.u32()?;

@@ -63,7 +63,7 @@ struct Record {
     /// when the build could not say, and in a record just read.
     files: Option<incremental::Files>,
     /// Of a record read: its per-file part, undecoded
-    /// ([`codec::decode_files`]); `None` when the build could not say.
+    /// ([`codec::decode_piece`]); `None` when the build could not say.
     read_files: Option<codec::FilesRef>,
 }
 
