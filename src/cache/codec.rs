@@ -1678,17 +1678,9 @@ mod tests {
         assert_eq!(again(&|s| s.swap(0, SOURCES_PER_PIECE)), (false, 3));
         // Stand-ins for the records of a piece not read name it again; one
         // anywhere else cannot be written.
-        let stand_in = |i: usize| SourceRecord {
-            path: PathBuf::new(),
-            hash: String::new(),
-            warned: false,
-            parts: Vec::new(),
-            body: Some(Body::Unread),
-            at: Some(i),
-        };
         let unread = |s: &mut Vec<SourceRecord>| {
             for (i, s) in s.iter_mut().enumerate().skip(SOURCES_PER_PIECE) {
-                *s = stand_in(i);
+                *s = SourceRecord::stand_in(i);
             }
         };
         assert_eq!(again(&unread), (true, 1));

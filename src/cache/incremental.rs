@@ -101,6 +101,21 @@ pub struct SourceRecord {
     pub at: Option<usize>,
 }
 
+impl SourceRecord {
+    /// The stand-in for the record at place `at` of a piece not read: it
+    /// names the piece again, and holds nothing else ([`Body::Unread`]).
+    pub fn stand_in(at: usize) -> Self {
+        Self {
+            path: PathBuf::new(),
+            hash: String::new(),
+            warned: false,
+            parts: Vec::new(),
+            body: Some(Body::Unread),
+            at: Some(at),
+        }
+    }
+}
+
 /// What a definition file made for one set.
 #[derive(Debug, Clone, Default)]
 pub struct PartRecord {
@@ -585,14 +600,7 @@ pub(super) fn compile(
         let (mut kept, mut kept_at) = (kept, kept_at);
         for &k in &unread {
             for i in starts[k]..starts[k] + files.pieces[k].piece.items {
-                kept.push(SourceRecord {
-                    path: PathBuf::new(),
-                    hash: String::new(),
-                    warned: false,
-                    parts: Vec::new(),
-                    body: Some(Body::Unread),
-                    at: Some(i),
-                });
+                kept.push(SourceRecord::stand_in(i));
                 kept_at.push(i);
             }
         }
