@@ -300,7 +300,7 @@ use std::path::{Path, PathBuf};
 
 use super::Record;
 use super::incremental::{BuildRecord, Files, JobRecord, PartRecord, SourceRecord};
-use super::snapshot::{Entry, FileState, Kind, Sig};
+use super::snapshot::{Census, Entry, FileState, Kind, Sig};
 use crate::pipeline::Summary;
 
 /// How every record starts; the format number follows. A record of
@@ -452,6 +452,21 @@ pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Result<Encoded> {
                 let list = entry_pieces(entries, reuse, &mut pieces);
                 write_pieces(&mut main, &list);
                 named.extend(list);
+                // Counted here only when the build did not adjust it.
+                let counted;
+                let census = match record.census.get(i).and_then(Option::as_ref) {
+                    Some(c) => c,
+                    None => {
+                        counted = Census::of(entries);
+                        &counted
+                    }
+                };
+                main.usize(census.owned);
+                main.uint(u128::from(census.bytes));
+                main.usize(census.foreign.len());
+                for &f in &census.foreign {
+                    main.usize(f);
+                }
             }
         }
     }
@@ -751,12 +766,14 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
     let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
     let mut pieces = Vec::new();
     let mut calm = Vec::new();
+    let mut censuses = Vec::new();
     let outputs = main.list(|r| {
         let dir = path(r)?;
         let entries = match r.u8()? {
             0 => {
                 pieces.push(None);
                 calm.push(true);
+                censuses.push(None);
                 None
             }
             1 => {
@@ -774,6 +791,21 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
                 }
                 pieces.push(Some(list));
                 calm.push(!racy);
+                let owned = r.usize()?;
+                let bytes = r.u64()?;
+                let foreign = r.list(|r| r.usize())?;
+                // Indexes of the entries, in order, and no more of them
+                // than there are.
+                let ordered = foreign.windows(2).all(|w| w[0] < w[1])
+                    && foreign.last().is_none_or(|&i| i < entries.len());
+                if !ordered || owned.saturating_add(foreign.len()) > entries.len() {
+                    return Err(Damaged);
+                }
+                censuses.push(Some(Census {
+                    owned,
+                    bytes,
+                    foreign,
+                }));
                 Some(entries)
             }
             _ => return Err(Damaged),
@@ -811,6 +843,7 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
         outputs,
         pieces,
         calm,
+        census: censuses,
         files: None,
         read_files,
     })
@@ -1452,6 +1485,7 @@ mod tests {
             ],
             pieces: Vec::new(),
             calm: Vec::new(),
+            census: Vec::new(),
             read_files: None,
             files: Some(Files {
                 global: "g".into(),
@@ -1750,8 +1784,31 @@ mod tests {
         assert_eq!(back.pieces[0].as_ref().map(|p| p[0].items), Some(6));
         assert_eq!(back.pieces[1], None);
         assert_eq!(back.calm, [false, true], "a racy entry, and no snapshot");
+        // The census counted as it was written: two of trainc's files, and
+        // the foreign file's head and the symlink.
+        let census = back.census[0].clone().unwrap();
+        assert_eq!(
+            (census.owned, census.bytes, &census.foreign[..]),
+            (2, 240, &[4, 5][..])
+        );
+        assert_eq!(back.census[1], None);
+        // A census of entries that are not there, or out of order, is a
+        // record that is not ours.
+        for foreign in [vec![4, 9], vec![5, 4]] {
+            let forged = Record {
+                census: vec![Some(Census {
+                    owned: 2,
+                    bytes: 240,
+                    foreign,
+                })],
+                ..record()
+            };
+            let e = encode(&forged);
+            assert_eq!(read_back(&e.head, &store(&e)).err(), Some(Damaged));
+        }
         back.pieces = Vec::new();
         back.calm = Vec::new();
+        back.census = Vec::new();
         back.files.as_mut().unwrap().pieces = Vec::new();
         assert_eq!(format!("{back:?}"), format!("{r:?}"));
         r.files = None;

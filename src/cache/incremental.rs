@@ -192,6 +192,8 @@ pub struct State {
 pub(super) struct Base {
     pub pieces: HashMap<PathBuf, Vec<super::codec::Piece>>,
     pub calm: HashSet<PathBuf>,
+    /// Each directory's census as read ([`snapshot::Census`]).
+    pub census: HashMap<PathBuf, snapshot::Census>,
     pub moved: HashMap<PathBuf, Vec<usize>>,
 }
 
@@ -578,6 +580,12 @@ pub(super) fn compile(
             .zip(&record.calm)
             .filter(|(_, calm)| **calm)
             .map(|((dir, _), _)| dir.clone())
+            .collect(),
+        census: record
+            .outputs
+            .iter()
+            .zip(&record.census)
+            .filter_map(|((dir, _), c)| Some((dir.clone(), c.clone()?)))
             .collect(),
         moved: HashMap::new(),
     });
@@ -1320,6 +1328,7 @@ pub fn plan(
     if let Some(base) = &mut state.base {
         base.pieces.remove(&root);
         base.calm.remove(&root);
+        base.census.remove(&root);
     }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
@@ -1421,8 +1430,21 @@ fn patch(
     let entries = match snapshot::verify_listing(&root, recorded.as_deref(), mark, &mut skipped) {
         snapshot::Verdict::Same => recorded,
         snapshot::Verdict::Refreshed(now, moved) => {
-            // Changed from the list the record holds where hashed again.
+            // Changed from the list the record holds where hashed again;
+            // and the census, which counts what the signatures say (a file
+            // just written has none yet), follows them.
             if let Some(base) = &mut state.base {
+                let census = base.census.remove(&root).and_then(|c| {
+                    let (was, now) = (recorded.as_deref()?, now.as_deref()?);
+                    let touched: Vec<(usize, Option<u64>)> = moved
+                        .iter()
+                        .map(|&i| Some((i, snapshot::owned(was.get(i)?).map(|f| f.sig.size))))
+                        .collect::<Option<_>>()?;
+                    super::adjusted(&c, &touched, now)
+                });
+                if let Some(c) = census {
+                    base.census.insert(root.clone(), c);
+                }
                 base.moved.insert(root.clone(), moved);
             }
             now
@@ -1439,52 +1461,52 @@ fn patch(
             .ok()
             .map(|i| &entries[i])
     };
-    fn owned(e: &Entry) -> Option<&snapshot::FileState> {
-        e.file
-            .as_ref()
-            .filter(|f| e.kind == Kind::File && !f.hash.starts_with("head:"))
-    }
-    // One pass over the entries: trainc's own files counted (they are
-    // kept, but for the compiled jobs'), the others put to the
-    // unlisted-files check, and the directories the walk does not enter
-    // looked into where the walk met them.
-    let mut kept = 0usize;
-    let mut known = 0u64;
-    let mut found = Vec::new();
-    let mut skipped = skipped
-        .into_iter()
-        .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
-        .peekable();
-    let below = |dir: &str, list: &[String], found: &mut Vec<String>| {
-        crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
+    let owned = snapshot::owned;
+    // trainc's own files counted (they are kept, but for the compiled
+    // jobs'), the others put to the unlisted-files check, and the
+    // directories the walk does not enter looked into where the walk met
+    // them: from the census the record keeps when the entries are the
+    // record's, without a pass over them all.
+    let census = match state.base.as_ref().and_then(|b| b.census.get(&root)) {
+        Some(c) => {
+            // The tests build in debug: every census taken is checked
+            // against a count.
+            debug_assert_eq!(
+                *c,
+                snapshot::Census::of(&entries),
+                "the census is not the entries'"
+            );
+            c.clone()
+        }
+        None => snapshot::Census::of(&entries),
     };
-    for e in &entries {
-        if let Some(f) = owned(e) {
-            kept += 1;
-            known += f.sig.size;
-            continue;
-        }
-        let Some(list) = unlisted else {
-            continue;
+    let mut kept = census.owned;
+    let mut known = census.bytes;
+    let mut found = Vec::new();
+    if let Some(list) = unlisted {
+        let mut skipped = skipped
+            .into_iter()
+            .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
+            .peekable();
+        let below = |dir: &str, found: &mut Vec<String>| {
+            crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
         };
-        while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
-            below(&d, list, &mut found);
-        }
-        if e.kind != Kind::Dir
-            && crate::resources::unlisted_entry(
+        for e in census.foreign.iter().filter_map(|&i| entries.get(i)) {
+            while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
+                below(&d, &mut found);
+            }
+            if crate::resources::unlisted_entry(
                 &e.path,
                 &root.join(&e.path),
                 e.kind == Kind::Symlink,
                 list,
                 || false,
-            )
-        {
-            found.push(e.path.clone());
+            ) {
+                found.push(e.path.clone());
+            }
         }
-    }
-    if let Some(list) = unlisted {
         for d in skipped {
-            below(&d, list, &mut found);
+            below(&d, &mut found);
         }
     }
     let was: FxSet<&str> = was.iter().map(String::as_str).collect();

@@ -59,6 +59,10 @@ struct Record {
     /// Of a record read: whether each directory's snapshot holds no racy
     /// entry ([`snapshot::after`]), beside `outputs`.
     calm: Vec<bool>,
+    /// Each directory's census ([`snapshot::Census`]), beside `outputs`:
+    /// as read, or as a patched edit adjusted it; `None` where it is to be
+    /// counted when written.
+    census: Vec<Option<snapshot::Census>>,
     /// What each definition file made, for an incremental build; `None`
     /// when the build could not say, and in a record just read.
     files: Option<incremental::Files>,
@@ -226,13 +230,18 @@ impl Cache {
         let mark = snapshot::mark();
         let mut refreshed = false;
         let mut moved = vec![Vec::new(); record.outputs.len()];
-        for ((dir, entries), moved) in record.outputs.iter_mut().zip(&mut moved) {
+        for (i, ((dir, entries), moved)) in record.outputs.iter_mut().zip(&mut moved).enumerate() {
             match snapshot::verify(dir, entries.as_deref(), mark) {
                 Verdict::Same => {}
                 Verdict::Refreshed(now, m) => {
                     *entries = now;
                     *moved = m;
                     refreshed = true;
+                    // Counted again when written: it counts what the
+                    // signatures say, and these changed.
+                    if let Some(c) = record.census.get_mut(i) {
+                        *c = None;
+                    }
                 }
                 Verdict::Differs(why) => {
                     return Err(format!(
@@ -320,9 +329,11 @@ impl Cache {
             // changed since that record (the others are copied from it).
             let base = state.base.take();
             let mut dirty = Vec::new();
+            let mut census = Vec::new();
             for dir in req.dirs() {
                 let plan = plans.iter().find(|p| p.root == dir);
                 let mut changed = None;
+                let mut counted = None;
                 let entries = match (state.walked.remove(&dir), plan) {
                     (Some(Some(before)), Some(plan)) => {
                         let moved = base.as_ref().and_then(|b| b.moved.get(&dir));
@@ -330,11 +341,29 @@ impl Cache {
                             .as_ref()
                             .filter(|b| b.calm.contains(&dir))
                             .map(|_| moved.map_or(&[][..], Vec::as_slice));
+                        // What the files the plan rewrites counted before.
+                        let was = base.as_ref().and_then(|b| b.census.get(&dir)).map(|c| {
+                            let touched: Vec<(usize, Option<u64>)> = plan
+                                .pending()
+                                .filter_map(|c| {
+                                    let i = before
+                                        .binary_search_by(|e| snapshot::walk_cmp(&e.path, &c.path))
+                                        .ok()?;
+                                    Some((i, snapshot::owned(&before[i]).map(|f| f.sig.size)))
+                                })
+                                .collect();
+                            (c, touched)
+                        });
                         let (entries, d) =
                             snapshot::after(&dir, before, plan, self.started, bytes_hash, settled)
                                 .map_err(|e| {
                                     format!("{} cannot be recorded: {e}", shown(req, &dir))
                                 })?;
+                        // Entries changed in place: the census adjusted by
+                        // what the rewritten files count now.
+                        if let (Some((c, touched)), Some(_)) = (was, &d) {
+                            counted = adjusted(c, &touched, &entries);
+                        }
                         changed = d.map(|mut d| {
                             d.extend(moved.into_iter().flatten());
                             d.sort_unstable();
@@ -369,6 +398,7 @@ impl Cache {
                 };
                 outputs.push((dir, entries));
                 dirty.push(changed);
+                census.push(counted);
             }
             let reuse: Vec<Option<codec::Reuse>> = outputs
                 .iter()
@@ -390,6 +420,7 @@ impl Cache {
                 outputs,
                 pieces: Vec::new(),
                 calm: Vec::new(),
+                census,
                 files: Self::files(req, read, state),
                 read_files: None,
             };
@@ -486,6 +517,7 @@ impl Cache {
             outputs,
             pieces: Vec::new(),
             calm: Vec::new(),
+            census: Vec::new(),
             files: Self::files(req, read, state),
             read_files: None,
         };
@@ -630,6 +662,34 @@ struct Written<'a> {
 fn mtime(dir: &impl rustix::fd::AsFd, name: &str) -> Option<i128> {
     let st = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
     Some(i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec))
+}
+
+/// `census` after the files at `touched` (each index, and the size it
+/// counted for when it was one of trainc's own files) were rewritten in
+/// place, or hashed again, as `entries` now hold them; `None` when one changed hands
+/// (trainc's own, or not), which only a count over every entry settles.
+pub(crate) fn adjusted(
+    census: &snapshot::Census,
+    touched: &[(usize, Option<u64>)],
+    entries: &[Entry],
+) -> Option<snapshot::Census> {
+    let mut c = census.clone();
+    for &(i, was) in touched {
+        let now = snapshot::owned(entries.get(i)?).map(|f| f.sig.size);
+        match (was, now) {
+            (Some(was), Some(now)) => c.bytes = c.bytes.checked_sub(was)?.checked_add(now)?,
+            (None, None) => {}
+            _ => return None,
+        }
+    }
+    // The tests build in debug: every census adjusted is checked against
+    // a count.
+    debug_assert_eq!(
+        c,
+        snapshot::Census::of(entries),
+        "the census is not the entries'"
+    );
+    Some(c)
 }
 
 /// A record read or written, which the build no longer needs, left to the
@@ -1041,6 +1101,7 @@ mod tests {
             outputs: Vec::new(),
             pieces: Vec::new(),
             calm: Vec::new(),
+            census: Vec::new(),
             files: None,
             read_files: None,
         };

@@ -111,6 +111,46 @@ impl Sig {
     const COARSE_MARGIN: i128 = 2_000_000_000;
 }
 
+/// What a patched edit needs of a directory's snapshot beside the entries
+/// it changes: how many of trainc's own files it holds and their bytes
+/// (for the status line and the output limit), and which entries are
+/// neither those nor directories (for the unlisted-files check). Kept in
+/// the record and adjusted by each write, so that an edit does not pass
+/// over every entry to count them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Census {
+    pub owned: usize,
+    pub bytes: u64,
+    /// In walk order.
+    pub foreign: Vec<usize>,
+}
+
+impl Census {
+    /// The census of `entries`, one pass over them.
+    pub fn of(entries: &[Entry]) -> Self {
+        let mut c = Self::default();
+        for (i, e) in entries.iter().enumerate() {
+            match owned(e) {
+                Some(f) => {
+                    c.owned += 1;
+                    c.bytes = c.bytes.saturating_add(f.sig.size);
+                }
+                None if e.kind != Kind::Dir => c.foreign.push(i),
+                None => {}
+            }
+        }
+        c
+    }
+}
+
+/// The state of an entry that is one of trainc's own files: one whose
+/// hash is of its whole content, not only of a foreign file's head.
+pub fn owned(e: &Entry) -> Option<&FileState> {
+    e.file
+        .as_ref()
+        .filter(|f| e.kind == Kind::File && !f.hash.starts_with("head:"))
+}
+
 /// Now, in nanoseconds since the epoch: taken before the files are looked
 /// at, so that every change during or after that counts as racy.
 pub fn mark() -> i128 {
