@@ -24,6 +24,7 @@ use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use incremental::{Incremental, State};
@@ -152,6 +153,10 @@ pub struct Cache {
     stem: String,
     /// When this build started (see [`snapshot::mark`]).
     started: i128,
+    /// The pieces the head read names, once one is decoded: those of them
+    /// the head written next does not name are deleted by name, without
+    /// listing the directory ([`tidy`]).
+    read_named: OnceLock<Vec<u64>>,
 }
 
 impl Cache {
@@ -179,6 +184,7 @@ impl Cache {
             stem: location,
             dir,
             started,
+            read_named: OnceLock::new(),
         })
     }
 
@@ -545,8 +551,21 @@ impl Cache {
     fn load(&self) -> Result<Record, String> {
         let head = self.read()?;
         match codec::format(&head) {
-            Some(FORMAT) => codec::decode(&head, &mut |p| self.piece(p))
-                .map_err(|_| "the record is damaged".into()),
+            Some(FORMAT) => {
+                let record = codec::decode(&head, &mut |p| self.piece(p))
+                    .map_err(|_| "the record is damaged")?;
+                let snapshots = record.pieces.iter().flatten().flatten();
+                let files = record.read_files.iter().flat_map(|f| &f.pieces);
+                let mut named: Vec<u64> = snapshots
+                    .chain(files.map(|f| &f.piece))
+                    .map(|p| p.sum)
+                    .collect();
+                named.sort_unstable();
+                named.dedup();
+                // Read once per build: a second read is of the same head.
+                let _ = self.read_named.set(named);
+                Ok(record)
+            }
             Some(_) => Err("the record is from another version of trainc".into()),
             None => Err("the record is damaged".into()),
         }
@@ -635,20 +654,25 @@ impl Cache {
             .iter()
             .map(|p| self.piece_name(p.sum))
             .collect();
-        sweep(
+        let read = self
+            .read_named
+            .get()
+            .map(|sums| sums.iter().map(|&s| self.piece_name(s)).collect());
+        tidy(
             &builds,
-            Some(Written {
+            Written {
                 stem: &self.stem,
                 named: &named,
                 started: self.started,
-            }),
+            },
+            read,
         );
         Ok(())
     }
 }
 
 /// A record just written, whose pieces its head no longer names are
-/// deleted by the [`sweep`] that follows, when they were there before its
+/// deleted by the [`tidy`] that follows, when they were there before its
 /// build started: a build of the same record running beside it may have
 /// written the newer ones for its own head.
 struct Written<'a> {
@@ -723,6 +747,51 @@ const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Longer than any build takes to write a record's pieces and then its
 /// head.
 const WRITING: Duration = Duration::from_secs(3600);
+
+/// How often a record written is followed by the whole [`sweep`]; in
+/// between, only the pieces it replaced are deleted ([`tidy`]).
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
+/// The file whose mtime says when the records directory was last swept.
+/// Not a name the sweep deletes.
+const SWEPT: &str = ".swept";
+
+/// After `written` is in place: deletes the pieces of the record read
+/// (`read`, by name) that its head no longer names and that predate its
+/// build, as the sweep would, by name; an edit's cost does not grow with
+/// what else the cache holds. The whole sweep runs instead when no record
+/// was read (its stale pieces are not known by name) or when the last one
+/// ran [`SWEEP_EVERY`] ago (or at a time still to come, after the clock
+/// was set back).
+fn tidy(builds: &Path, written: Written, read: Option<Vec<String>>) {
+    use rustix::fs::{AtFlags, CWD, Mode, OFlags, openat, unlinkat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = openat(CWD, builds, flags, Mode::empty()) else {
+        return;
+    };
+    let nanos = |t: SystemTime| i128::try_from(t.duration_since(UNIX_EPOCH).ok()?.as_nanos()).ok();
+    let now = SystemTime::now();
+    let swept = mtime(&fd, SWEPT);
+    let after = now.checked_sub(SWEEP_EVERY).and_then(nanos);
+    let before = now.checked_add(Duration::from_secs(60)).and_then(nanos);
+    let recent = matches!((swept, after, before), (Some(t), Some(a), Some(b)) if a < t && t < b);
+    match read {
+        Some(read) if recent => {
+            for name in read.iter().filter(|n| !written.named.contains(*n)) {
+                if mtime(&fd, name).is_some_and(|t| t < written.started) {
+                    let _ = unlinkat(&fd, name.as_str(), AtFlags::empty());
+                }
+            }
+        }
+        _ => {
+            sweep(builds, Some(written));
+            let file_flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            if let Ok(f) = openat(&fd, SWEPT, file_flags, Mode::from_raw_mode(0o600)) {
+                let _ = fs::File::from(f).set_modified(now);
+            }
+        }
+    }
+}
 
 /// Marks a record as used (its mtime), at most once a day.
 fn keep_alive(file: &Path) {
@@ -925,6 +994,7 @@ mod tests {
             file: root.join("cache/builds/0123456789abcdef0123456789abcdef.rec"),
             stem: "0123456789abcdef0123456789abcdef".into(),
             started: snapshot::mark(),
+            read_named: OnceLock::new(),
         };
         let plan = Plan {
             root: out.clone(),
@@ -1066,6 +1136,86 @@ mod tests {
         );
     }
 
+    /// Between sweeps, a record written deletes by name the pieces of the
+    /// record read that it no longer names (not those newer than its
+    /// build), and leaves everything else in the directory alone; the
+    /// whole sweep runs when none was read, or the last ran an hour ago.
+    #[test]
+    fn a_record_written_between_sweeps_deletes_only_what_it_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let builds = dir.path();
+        let old = SystemTime::now() - WRITING - Duration::from_secs(60);
+        let stem = "fedcba9876543210fedcba9876543210";
+        fs::write(builds.join(format!("{stem}.rec")), "").unwrap();
+        let piece = |n: u8| format!("{stem}-{:016x}.piece", u64::from(n) * 0x1111);
+        let orphan = "00000000000000000000000000000000-0123456789abcdef.piece";
+        let files = [
+            (piece(1), old),
+            (piece(2), old),
+            (piece(3), SystemTime::now() + Duration::from_secs(5)),
+            (piece(4), old),
+            (orphan.to_owned(), old),
+        ];
+        let reset = || {
+            for (name, at) in &files {
+                let f = fs::File::create(builds.join(name)).unwrap();
+                f.set_modified(*at).unwrap();
+            }
+        };
+        reset();
+        let named: std::collections::HashSet<String> = [piece(1)].into();
+        let written = || Written {
+            stem,
+            named: &named,
+            started: snapshot::mark(),
+        };
+        let read = || Some(vec![piece(1), piece(2), piece(3)]);
+        let left = || {
+            files
+                .iter()
+                .filter(|(n, _)| builds.join(n).exists())
+                .map(|(n, _)| n.clone())
+                .collect::<Vec<_>>()
+        };
+        let swept_at = || {
+            fs::metadata(builds.join(SWEPT))
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+
+        // Never swept: the whole sweep, which marks when it ran.
+        tidy(builds, written(), read());
+        assert_eq!(left(), [piece(1), piece(3)]);
+        let first = swept_at();
+
+        // Swept just now: only the pieces read and replaced, by name.
+        reset();
+        tidy(builds, written(), read());
+        assert_eq!(left(), [piece(1), piece(3), piece(4), orphan.to_owned()]);
+        assert_eq!(swept_at(), first);
+
+        // No record read: its stale pieces are not known by name.
+        reset();
+        tidy(builds, written(), None);
+        assert_eq!(left(), [piece(1), piece(3)]);
+
+        // An hour on, or a stamp from a clock set back: the whole sweep.
+        for at in [old, SystemTime::now() + Duration::from_secs(3600)] {
+            reset();
+            fs::File::options()
+                .write(true)
+                .open(builds.join(SWEPT))
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+            tidy(builds, written(), read());
+            assert_eq!(left(), [piece(1), piece(3)]);
+            assert!(swept_at() > old && swept_at() <= SystemTime::now());
+        }
+        assert!(builds.join(format!("{stem}.rec")).exists());
+    }
+
     /// The sweep never follows a symlink: not a records directory that is
     /// one, not a record that is one. Records are not written through one
     /// either.
@@ -1092,6 +1242,7 @@ mod tests {
             file: cache_dir.join("builds/fedcba9876543210fedcba9876543210.rec"),
             stem: "fedcba9876543210fedcba9876543210".into(),
             started: snapshot::mark(),
+            read_named: OnceLock::new(),
         };
         let record = Record {
             format: FORMAT,
