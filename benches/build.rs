@@ -19,7 +19,13 @@
 //! generated, built, and settled by an untimed no-op build.
 //!
 //! cargo bench --bench build -- [--jobs N] [--runs R] [--edits K] [--ps P]
-//!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all]
+//!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all] [--pin CPU]
+//!
+//! With `--pin CPU` every timed process runs on that one CPU (trainc then
+//! works on one thread): what an edit adds is a few milliseconds of CPU,
+//! and on a machine of two virtual cores the waking and migrating of a
+//! second thread spreads a run's CPU time by more than that. The ratios of
+//! what edits add are printed with their 90% intervals either way.
 //!
 //! With `--dirty-mb N` it measures instead what a one-job build pays for N MB of
 //! another program's unwritten data on the same file system (see `dirty`):
@@ -99,6 +105,8 @@ struct Args {
     /// Run by `cargo test`: one small run on one file system.
     smoke: bool,
     dirty: Dirty,
+    /// The CPU every timed process is pinned to, if any (`--pin`).
+    pin: Option<usize>,
 }
 
 /// `--dirty-mb` and its companions: the separate measurement of `dirty`.
@@ -113,7 +121,7 @@ struct Dirty {
 }
 
 const USAGE: &str = "usage: [--jobs N] [--runs R] [--edits K] [--ps P] [--workers W] \
-                     [--fs tmpfs|disk|all] [--phase cold|edits|all] \
+                     [--fs tmpfs|disk|all] [--phase cold|edits|all] [--pin CPU] \
                      | --dirty-mb N [--runs R] [--dirty-dir DIR] [--bin PATH]";
 
 fn parse_args() -> Args {
@@ -127,6 +135,7 @@ fn parse_args() -> Args {
         phase: Which::Both,
         smoke: false,
         dirty: Dirty::default(),
+        pin: None,
     };
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
     // binary without it, and then a smoke run keeps the harness working
@@ -157,6 +166,14 @@ fn parse_args() -> Args {
             "--edits" => &mut args.edits,
             "--ps" => &mut args.ps,
             "--workers" => &mut args.workers,
+            "--pin" => {
+                let cpu = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{flag} {value:?}: {e}"));
+                assert!(cpu < libc::CPU_SETSIZE as usize, "--pin {cpu}: no such CPU");
+                args.pin = Some(cpu);
+                continue;
+            }
             "--fs" => {
                 args.fs = which("tmpfs", "disk");
                 continue;
@@ -240,11 +257,16 @@ impl Series {
     /// no-op's spread between runs (tens of milliseconds on a busy machine)
     /// cancels out of what an edit adds to it.
     fn above(&self, floor: &Series, f: impl Fn(&Sample) -> Duration) -> f64 {
-        let d: Vec<f64> = self
-            .0
+        let runs: Vec<usize> = (0..self.0.len().min(floor.0.len())).collect();
+        self.above_in(floor, f, &runs)
+    }
+
+    /// [`Series::above`] over the runs `runs` (drawn again by
+    /// [`resamples`]).
+    fn above_in(&self, floor: &Series, f: impl Fn(&Sample) -> Duration, runs: &[usize]) -> f64 {
+        let d: Vec<f64> = runs
             .iter()
-            .zip(&floor.0)
-            .map(|(a, b)| secs(f(a)) - secs(f(b)))
+            .map(|&i| secs(f(&self.0[i])) - secs(f(&floor.0[i])))
             .collect();
         median(d, f64::total_cmp, |a, b| (a + b) / 2.0).unwrap_or(0.0)
     }
@@ -254,13 +276,73 @@ impl Series {
     }
 }
 
+/// How many times [`resamples`] draws the runs.
+const DRAWS: usize = 2000;
+
+/// `DRAWS` draws of `n` runs with replacement, by a fixed generator
+/// (xorshift): the same samples always give the same interval.
+fn resamples(n: usize) -> impl Iterator<Item = Vec<usize>> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let n64 = n.max(1) as u64;
+    (0..DRAWS).map(move |_| {
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                usize::try_from(state % n64).unwrap_or(0)
+            })
+            .collect()
+    })
+}
+
+/// What `k` edits add above the no-op over what one adds, in measure `m`
+/// (see [`Series::above`]), with the 5th and 95th percentiles of the same
+/// ratio over the runs drawn again ([`resamples`]): one edit adds a few
+/// milliseconds to a floor whose run-to-run spread can be larger, and the
+/// interval says whether the runs tell the ratio at all.
+fn edit_ratio(e: &Edits, series: PickSeries, m: Measure) -> (f64, f64, f64) {
+    let ratio = |runs: &[usize]| {
+        series(&e.many).above_in(&e.noop, m, runs) / series(&e.one).above_in(&e.noop, m, runs)
+    };
+    let all: Vec<usize> = (0..e.noop.0.len()).collect();
+    let mut draws: Vec<f64> = resamples(all.len())
+        .map(|runs| ratio(&runs))
+        .filter(|v| !v.is_nan())
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let i = ((draws.len().saturating_sub(1)) as f64 * q).round() as usize;
+        draws.get(i).copied().unwrap_or(f64::NAN)
+    };
+    (ratio(&all), at(0.05), at(0.95))
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+/// The CPU every timed process runs on, when `--pin` names one.
+static PIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 /// Runs `cmd` to its end; its wall time, CPU time, peak RSS and exit code.
 #[expect(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
 fn measure(cmd: &mut Command) -> (Sample, i32) {
+    if let Some(&cpu) = PIN.get() {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: between fork and exec only async-signal-safe calls are
+        // made (sched_setaffinity), on a set built on this stack.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let start = Instant::now();
     let child = cmd.spawn().expect("cannot start a timed process");
     let pid = libc::pid_t::try_from(child.id()).expect("child pid does not fit pid_t");
@@ -678,36 +760,94 @@ fn goal_row(
     unit: &str,
     goal: Option<(&str, &dyn Fn(f64) -> bool)>,
 ) {
-    if results.iter().all(|r| value(r).is_none()) {
-        return; // a phase not run
+    let ok = |v: f64| goal.is_none_or(|(_, ok)| ok(v));
+    verdict_row(
+        label,
+        results,
+        |r| {
+            value(r).map(|v| {
+                (
+                    format!("{v:.2}{unit}"),
+                    if ok(v) { "met" } else { "NOT met" },
+                )
+            })
+        },
+        goal.map(|(text, _)| text),
+    );
+}
+
+/// One line of a figure with its 90% interval per file system, held to
+/// the goal `band` (both ends included): `met` when the whole interval is
+/// within it, `NOT met` when the whole interval is outside, and otherwise
+/// that the runs cannot tell.
+fn interval_row(
+    label: &str,
+    results: &[FsResult],
+    value: impl Fn(&FsResult) -> Option<(f64, f64, f64)>,
+    goal: &str,
+    band: (f64, f64),
+) {
+    let verdict = |lo: f64, hi: f64| {
+        if lo >= band.0 && hi <= band.1 {
+            "met"
+        } else if hi < band.0 || lo > band.1 {
+            "NOT met"
+        } else {
+            "the runs cannot tell"
+        }
+    };
+    verdict_row(
+        label,
+        results,
+        |r| {
+            value(r)
+                .map(|(v, lo, hi)| (format!("{v:.2} (90% {lo:.1} to {hi:.1})"), verdict(lo, hi)))
+        },
+        Some(goal),
+    );
+}
+
+/// One line: per file system the cell `cell` gives and its verdict, the
+/// verdicts after `goal` when there is one; nothing for a phase not run.
+fn verdict_row(
+    label: &str,
+    results: &[FsResult],
+    cell: impl Fn(&FsResult) -> Option<(String, &'static str)>,
+    goal: Option<&str>,
+) {
+    let cells: Vec<_> = results.iter().map(cell).collect();
+    if cells.iter().all(Option::is_none) {
+        return;
     }
     print!("{label:<LABEL$}");
-    let mut verdicts = Vec::new();
-    for r in results {
-        let v = value(r);
-        let cell = v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}{unit}"));
-        print!(" {cell:>CELL$}");
-        if let (Some(v), Some((_, ok))) = (v, goal) {
-            verdicts.push(if ok(v) { "met" } else { "NOT met" });
-        }
+    for c in &cells {
+        let text = c.as_ref().map_or("-", |(text, _)| text.as_str());
+        print!(" {text:>CELL$}");
     }
     match goal {
-        Some((text, _)) => println!("   goal {text}: {}", verdicts.join(", ")),
+        Some(text) => {
+            let verdicts: Vec<&str> = cells.iter().flatten().map(|(_, v)| *v).collect();
+            println!("   goal {text}: {}", verdicts.join(", "));
+        }
         None => println!(),
     }
 }
 
 type PickSeries = fn(&AfterEdit) -> &Series;
+type Measure = fn(&Sample) -> Duration;
 type PickEdit = fn(&Edits) -> &AfterEdit;
 
 fn print_report(args: &Args, results: &[FsResult]) {
     println!(
-        "\ntrainc, {} jobs x ({} ps + {} workers), {} runs each; {} cores",
+        "\ntrainc, {} jobs x ({} ps + {} workers), {} runs each; {} cores{}",
         args.jobs,
         args.ps,
         args.workers,
         args.runs,
-        thread::available_parallelism().map_or(0, |n| n.get())
+        thread::available_parallelism().map_or(0, |n| n.get()),
+        args.pin.map_or_else(String::new, |c| format!(
+            ", every timed run on CPU {c} alone"
+        ))
     );
     for r in results {
         let files = r
@@ -790,24 +930,21 @@ fn print_report(args: &Args, results: &[FsResult]) {
     }
     // "About 10x" for 10 edits: held to half to twice the number of edits.
     // What an edit adds is taken within each run (see `Series::above`), in
-    // wall time and in CPU time.
+    // wall time and in CPU time, and judged by its 90% interval over the
+    // runs drawn again (`edit_ratio`): a verdict the next series could
+    // reverse is not given.
     let k = args.edits as f64;
-    let about = move |v: f64| v >= k / 2.0 && v <= k * 2.0;
+    let about = (k / 2.0, k * 2.0);
     let goal = format!("about {}x", args.edits);
-    type Measure = fn(&Sample) -> Duration;
     let measures: [(&str, Measure); 2] = [("wall", |s| s.wall), ("CPU", |s| s.cpu)];
     for (name, series) in commands {
         for (measure, m) in measures {
-            goal_row(
+            interval_row(
                 &format!("{name}: ({} - no-op)/(1 - no-op), {measure}", args.edits),
                 results,
-                |r| {
-                    edits(r).map(|e| {
-                        series(&e.many).above(&e.noop, m) / series(&e.one).above(&e.noop, m)
-                    })
-                },
-                "",
-                Some((&goal, &about)),
+                |r| edits(r).map(|e| edit_ratio(e, series, m)),
+                &goal,
+                about,
             );
         }
     }
@@ -889,6 +1026,9 @@ fn print_report(args: &Args, results: &[FsResult]) {
 
 fn main() {
     let args = parse_args();
+    if let Some(cpu) = args.pin {
+        let _ = PIN.set(cpu);
+    }
     if args.dirty.mb > 0 {
         dirty(&args);
         return;
