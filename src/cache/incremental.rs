@@ -185,16 +185,25 @@ pub struct State {
     pub(super) sums: Vec<PartSum>,
 }
 
-/// Of a record read, the pieces that hold each directory's snapshot, the
-/// directories whose snapshot holds no racy entry, and which entries of
-/// each have changed since it was read.
+/// Of a record read, each directory's snapshot as read ([`AsRead`]), and
+/// which entries of each have changed since it was read.
 #[derive(Debug, Default)]
 pub(super) struct Base {
-    pub pieces: HashMap<PathBuf, Vec<super::codec::Piece>>,
-    pub calm: HashSet<PathBuf>,
-    /// Each directory's census as read ([`snapshot::Census`]).
-    pub census: HashMap<PathBuf, snapshot::Census>,
+    pub dirs: HashMap<PathBuf, AsRead>,
     pub moved: HashMap<PathBuf, Vec<usize>>,
+}
+
+/// What a record read says of one directory's snapshot beside its entries:
+/// all of it gone when a walk plans the directory anew.
+#[derive(Debug, Default)]
+pub(super) struct AsRead {
+    /// The pieces that hold it ([`super::codec::Reuse`]).
+    pub pieces: Option<Vec<super::codec::Piece>>,
+    /// Whether it holds no racy entry ([`snapshot::after`]).
+    pub calm: bool,
+    /// Its census ([`snapshot::Census`]), adjusted when entries are
+    /// hashed again.
+    pub census: Option<snapshot::Census>,
 }
 
 impl State {
@@ -567,27 +576,22 @@ pub(super) fn compile(
         && removed.is_empty()
         && fresh.len() == was.len()
         && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
-    let base = same_places.then(|| Base {
-        pieces: record
-            .outputs
-            .iter()
-            .zip(record.pieces)
-            .filter_map(|((dir, _), at)| Some((dir.clone(), at?)))
-            .collect(),
-        calm: record
-            .outputs
-            .iter()
-            .zip(&record.calm)
-            .filter(|(_, calm)| **calm)
-            .map(|((dir, _), _)| dir.clone())
-            .collect(),
-        census: record
-            .outputs
-            .iter()
-            .zip(&record.census)
-            .filter_map(|((dir, _), c)| Some((dir.clone(), c.clone()?)))
-            .collect(),
-        moved: HashMap::new(),
+    let base = same_places.then(|| {
+        let mut pieces = record.pieces.into_iter();
+        let mut calm = record.calm.iter();
+        let mut census = record.census.iter();
+        let dirs = record.outputs.iter().map(|(dir, _)| {
+            let read = AsRead {
+                pieces: pieces.next().flatten(),
+                calm: calm.next().copied().unwrap_or(false),
+                census: census.next().cloned().flatten(),
+            };
+            (dir.clone(), read)
+        });
+        Base {
+            dirs: dirs.collect(),
+            moved: HashMap::new(),
+        }
     });
     let (all, dests, extras, bytes, jobs, sums) = if same_places {
         let (dests, extras, bytes, jobs, sums) = patched(
@@ -1326,9 +1330,7 @@ pub fn plan(
     };
     // What the walk records is not the record's list.
     if let Some(base) = &mut state.base {
-        base.pieces.remove(&root);
-        base.calm.remove(&root);
-        base.census.remove(&root);
+        base.dirs.remove(&root);
     }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
@@ -1434,16 +1436,15 @@ fn patch(
             // and the census, which counts what the signatures say (a file
             // just written has none yet), follows them.
             if let Some(base) = &mut state.base {
-                let census = base.census.remove(&root).and_then(|c| {
-                    let (was, now) = (recorded.as_deref()?, now.as_deref()?);
-                    let touched: Vec<(usize, Option<u64>)> = moved
-                        .iter()
-                        .map(|&i| Some((i, snapshot::owned(was.get(i)?).map(|f| f.sig.size))))
-                        .collect::<Option<_>>()?;
-                    super::adjusted(&c, &touched, now)
-                });
-                if let Some(c) = census {
-                    base.census.insert(root.clone(), c);
+                if let Some(read) = base.dirs.get_mut(&root) {
+                    read.census = read.census.take().and_then(|c| {
+                        let (was, now) = (recorded.as_deref()?, now.as_deref()?);
+                        let touched: Vec<(usize, Option<u64>)> = moved
+                            .iter()
+                            .map(|&i| Some((i, snapshot::owned(was.get(i)?).map(|f| f.sig.size))))
+                            .collect::<Option<_>>()?;
+                        super::adjusted(&c, &touched, now)
+                    });
                 }
                 base.moved.insert(root.clone(), moved);
             }
@@ -1467,7 +1468,8 @@ fn patch(
     // directories the walk does not enter looked into where the walk met
     // them: from the census the record keeps when the entries are the
     // record's, without a pass over them all.
-    let census = match state.base.as_ref().and_then(|b| b.census.get(&root)) {
+    let as_read = state.base.as_ref().and_then(|b| b.dirs.get(&root));
+    let census = match as_read.and_then(|d| d.census.as_ref()) {
         Some(c) => {
             // The tests build in debug: every census taken is checked
             // against a count.

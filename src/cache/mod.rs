@@ -345,10 +345,13 @@ impl Cache {
                         let moved = base.as_ref().and_then(|b| b.moved.get(&dir));
                         let settled = base
                             .as_ref()
-                            .filter(|b| b.calm.contains(&dir))
+                            .filter(|b| b.dirs.get(&dir).is_some_and(|d| d.calm))
                             .map(|_| moved.map_or(&[][..], Vec::as_slice));
                         // What the files the plan rewrites counted before.
-                        let was = base.as_ref().and_then(|b| b.census.get(&dir)).map(|c| {
+                        let was = base
+                            .as_ref()
+                            .and_then(|b| b.dirs.get(&dir)?.census.as_ref());
+                        let was = was.map(|c| {
                             let touched: Vec<(usize, Option<u64>)> = plan
                                 .pending()
                                 .filter_map(|c| {
@@ -412,7 +415,7 @@ impl Cache {
                 .map(|((dir, _), dirty)| {
                     let base = base.as_ref()?;
                     Some(codec::Reuse {
-                        pieces: base.pieces.get(dir)?,
+                        pieces: base.dirs.get(dir)?.pieces.as_deref()?,
                         dirty: dirty.as_deref()?,
                     })
                 })
@@ -681,6 +684,17 @@ struct Written<'a> {
     started: i128,
 }
 
+impl Written<'_> {
+    /// Whether `name` in `dir` is a piece of this record that its head no
+    /// longer names and that was there before its build: one to delete.
+    fn replaced(&self, dir: &impl rustix::fd::AsFd, name: &str) -> bool {
+        name.strip_prefix(self.stem)
+            .is_some_and(|rest| rest.starts_with('-'))
+            && !self.named.contains(name)
+            && mtime(dir, name).is_some_and(|t| t < self.started)
+    }
+}
+
 /// The mtime of `name` in `dir`, in nanoseconds since the epoch, not
 /// following a symlink.
 fn mtime(dir: &impl rustix::fd::AsFd, name: &str) -> Option<i128> {
@@ -777,10 +791,8 @@ fn tidy(builds: &Path, written: Written, read: Option<Vec<String>>) {
     let recent = matches!((swept, after, before), (Some(t), Some(a), Some(b)) if a < t && t < b);
     match read {
         Some(read) if recent => {
-            for name in read.iter().filter(|n| !written.named.contains(*n)) {
-                if mtime(&fd, name).is_some_and(|t| t < written.started) {
-                    let _ = unlinkat(&fd, name.as_str(), AtFlags::empty());
-                }
+            for name in read.iter().filter(|n| written.replaced(&fd, n)) {
+                let _ = unlinkat(&fd, name.as_str(), AtFlags::empty());
             }
         }
         _ => {
@@ -862,17 +874,12 @@ fn sweep(builds: &Path, written: Option<Written>) {
                 .strip_prefix(".record-")
                 .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()));
         if is_piece(name) {
-            let unnamed = written.as_ref().filter(|w| {
-                name.strip_prefix(w.stem)
-                    .is_some_and(|rest| rest.starts_with('-'))
-                    && !w.named.contains(name)
-            });
-            match unnamed {
-                Some(w) if mtime(&fd, name).is_some_and(|t| t < w.started) => {
-                    let _ = unlinkat(&fd, name, AtFlags::empty());
-                }
-                Some(_) => {}
-                None => pieces.push(name.to_owned()),
+            // Its own pieces that a record just written names, or that are
+            // newer than its build, stay with its head (below).
+            if written.as_ref().is_some_and(|w| w.replaced(&fd, name)) {
+                let _ = unlinkat(&fd, name, AtFlags::empty());
+            } else {
+                pieces.push(name.to_owned());
             }
             continue;
         }
