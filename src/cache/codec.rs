@@ -412,7 +412,10 @@ pub struct FilesRef {
 /// and as a build that finds them unchanged gives them (with no warnings,
 /// since a file with warnings is compiled every time).
 pub fn digest<'a>(files: impl Iterator<Item = (&'a Path, &'a str, bool)>) -> u64 {
-    let mut w = Writer::default();
+    // Sized for paths of a few dozen bytes: an edit digests every piece.
+    let mut w = Writer {
+        buf: Vec::with_capacity(files.size_hint().0 * 96),
+    };
     for (path, hash, warned) in files {
         w.bytes(path.as_os_str().as_bytes());
         w.str(hash);

@@ -1,5 +1,7 @@
 //! The Dockerfile of a job, rendered from the library's template.
 
+use std::sync::OnceLock;
+
 use minijinja::{Environment, UndefinedBehavior, context};
 
 use crate::emit;
@@ -29,19 +31,23 @@ pub fn tensorboard_path(namespace: &str, job: &str) -> String {
     format!("{}/tensorboard.Dockerfile", emit::job_dir(namespace, job))
 }
 
-/// A library template, compiled once per build and rendered for every job.
-/// A template that does not compile keeps its error, which each job's
-/// rendering reports as it did when every job compiled its own.
+/// A library template, compiled at most once per build and rendered for
+/// every job. A template that does not compile keeps its error, which each
+/// job's rendering reports as it did when every job compiled its own.
 pub struct Template<'a> {
     name: &'static str,
-    env: Result<Environment<'a>, String>,
+    source: &'a str,
+    /// Compiled when a job first renders it: the build after an edit
+    /// prepares the edited jobs only, which mostly build no image.
+    env: OnceLock<Result<Environment<'a>, String>>,
 }
 
 impl<'a> Template<'a> {
     pub fn new(name: &'static str, source: &'a str) -> Template<'a> {
         Template {
             name,
-            env: environment(name, source),
+            source,
+            env: OnceLock::new(),
         }
     }
 
@@ -107,7 +113,11 @@ impl<'a> Template<'a> {
         values: impl FnOnce(&str, &str) -> minijinja::Value,
     ) -> Result<String, String> {
         let name = self.name;
-        let env = self.env.as_ref().map_err(Clone::clone)?;
+        let env = self
+            .env
+            .get_or_init(|| environment(self.name, self.source))
+            .as_ref()
+            .map_err(Clone::clone)?;
         let header = if for_hash {
             String::new()
         } else {

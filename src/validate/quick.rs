@@ -18,9 +18,9 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex_lite::Regex;
 use serde_json::{Map, Number, Value};
 
 /// What is known of an instance against a schema.
@@ -69,20 +69,144 @@ const ANNOTATIONS: &[&str] = &[
     "patternErrorMessage",
 ];
 
-/// What the quick check of one schema keeps: the schema's patterns, each
-/// compiled the first time a string is matched against it.
+/// A schema as the quick check reads it: its root, and its `$defs` each
+/// parsed the first time a `$ref` names it.
+///
+/// An edited definition's build checks it against the definition schema,
+/// and reading all of that schema was about half of what any edit paid
+/// once, whatever it changed (see docs/development.md). A definition
+/// reaches only the definitions its fields name; the rest stay text.
 pub struct Quick {
-    patterns: HashMap<String, OnceLock<Option<Regex>>>,
+    /// The schema without `$defs`.
+    root: Value,
+    defs: HashMap<String, Def>,
+    /// `$ref`s that begin with this accept anything ([`cut`]).
+    cut: Option<String>,
+    /// Each pattern, compiled the first time a string is matched against
+    /// it; `None` where it cannot be.
+    patterns: Mutex<HashMap<String, Option<Arc<Regex>>>>,
 }
 
+/// One entry of `$defs`: its JSON text, and the value parsed from it
+/// (`None` if the text is not JSON, which leaves a reference to it
+/// unsure).
+struct Def {
+    text: &'static str,
+    value: OnceLock<Option<Value>>,
+}
+
+/// Where the embedded schemas' `$defs` begins; see [`Quick::lazy`].
+const DEFS: &str = ",\n  \"$defs\": {\n";
+/// What begins each entry of `$defs` in the embedded schemas.
+const ENTRY: &str = "\n    \"";
+
 impl Quick {
-    /// Collects the patterns of `schema`; compiles none.
-    pub fn new(schema: &Value) -> Self {
-        fn collect(v: &Value, out: &mut HashMap<String, OnceLock<Option<Regex>>>) {
+    /// The quick check of `schema`, parsed whole.
+    pub fn new(mut schema: Value) -> Self {
+        let defs = match schema.as_object_mut().and_then(|o| o.shift_remove("$defs")) {
+            Some(Value::Object(defs)) => defs
+                .into_iter()
+                .map(|(name, v)| {
+                    let def = Def {
+                        text: "",
+                        value: OnceLock::from(Some(v)),
+                    };
+                    (name, def)
+                })
+                .collect(),
+            Some(other) => {
+                // Not an object: put back, where `$ref`s find nothing.
+                if let Some(o) = schema.as_object_mut() {
+                    o.insert("$defs".to_owned(), other);
+                }
+                HashMap::new()
+            }
+            None => HashMap::new(),
+        };
+        Self {
+            root: schema,
+            defs,
+            cut: None,
+            patterns: Mutex::default(),
+        }
+    }
+
+    /// The quick check of the schema in `text`, which only parses its root
+    /// now. `cut` names a prefix of definitions that are left out, and
+    /// every `$ref` to one accepts anything (see [`cut`]).
+    ///
+    /// It relies on how the embedded schemas are laid out: `$defs` last in
+    /// the root, each entry on a line of its own indented by four spaces,
+    /// the ones `cut` names after all the others (tests/k8s_schema.rs
+    /// writes them so, and the tests here hold every definition found to
+    /// the schema parsed whole). `None` where the text is laid out
+    /// otherwise: then the schema must be parsed whole.
+    pub fn lazy(text: &'static str, cut: Option<&str>) -> Option<Self> {
+        let Some(at) = memchr::memmem::find(text.as_bytes(), DEFS.as_bytes()) else {
+            // No definitions at all, or laid out otherwise.
+            let mut root: Value = serde_json::from_str(text).ok()?;
+            if root.get("$defs").is_some() {
+                return None;
+            }
+            if let Some(prefix) = cut {
+                self::cut(&mut root, &format!("#/$defs/{prefix}"));
+            }
+            return Some(Self::new(root));
+        };
+        let mut root: Value = serde_json::from_str(&format!("{}\n}}", &text[..at])).ok()?;
+        let mut body = text[at + DEFS.len()..]
+            .trim_end()
+            .strip_suffix("\n  }\n}")?;
+        if let Some(prefix) = cut {
+            // Never read: found with SIMD, as the tail is nine tenths of
+            // the definition schema.
+            let tail = format!(",{ENTRY}{prefix}");
+            if let Some(end) = memchr::memmem::find(body.as_bytes(), tail.as_bytes()) {
+                body = &body[..end];
+            }
+        }
+        let mut defs = HashMap::new();
+        let mut starts: Vec<usize> = memchr::memmem::find_iter(body.as_bytes(), ENTRY.as_bytes())
+            .map(|i| i + 1)
+            .collect();
+        starts.insert(0, 0);
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).map_or(body.len(), |&next| next - 1);
+            let entry = body[start..end].strip_prefix(&ENTRY[1..])?;
+            let entry = entry.strip_suffix(',').unwrap_or(entry);
+            let (name, text) = entry.split_once("\": ")?;
+            // A name with an escape would need decoding.
+            if name.contains(['\\', '"']) {
+                return None;
+            }
+            let def = Def {
+                text,
+                value: OnceLock::new(),
+            };
+            if defs.insert(name.to_owned(), def).is_some() {
+                return None;
+            }
+        }
+        let cut = cut.map(|prefix| format!("#/$defs/{prefix}"));
+        if let Some(prefix) = &cut {
+            cut_in(&mut root, &text[..at], prefix);
+        }
+        Some(Self {
+            root,
+            defs,
+            cut,
+            patterns: Mutex::default(),
+        })
+    }
+
+    /// The patterns of the schema, sorted.
+    #[cfg(test)]
+    pub fn patterns(&self) -> Vec<String> {
+        fn collect(v: &Value, out: &mut Vec<String>) {
             match v {
                 Value::Object(m) => {
                     if let Some(Value::String(p)) = m.get("pattern") {
-                        out.entry(p.clone()).or_default();
+                        out.push(p.clone());
                     }
                     m.values().for_each(|v| collect(v, out));
                 }
@@ -90,37 +214,101 @@ impl Quick {
                 _ => {}
             }
         }
-        let mut patterns = HashMap::new();
-        collect(schema, &mut patterns);
-        Quick { patterns }
-    }
-
-    /// The patterns of the schema, sorted.
-    #[cfg(test)]
-    pub fn patterns(&self) -> Vec<&str> {
-        let mut all: Vec<&str> = self.patterns.keys().map(String::as_str).collect();
+        let mut all = Vec::new();
+        collect(&self.root, &mut all);
+        for name in self.defs.keys() {
+            if let Some(def) = self.def(name) {
+                collect(def, &mut all);
+            }
+        }
         all.sort_unstable();
+        all.dedup();
         all
     }
 
-    /// Whether `instance` is valid against `root`, the schema this was
-    /// made of.
-    pub fn verdict(&self, root: &Value, instance: &Value) -> Verdict {
-        Eval { quick: self, root }.schema(root, instance, 0)
+    /// The schema as the quick check reads it: the root with every
+    /// definition parsed and put back in `$defs`, for the tests to compare
+    /// with the schema parsed whole.
+    #[cfg(test)]
+    pub fn whole(&self) -> Value {
+        let mut root = self.root.clone();
+        if !self.defs.is_empty() {
+            let mut names: Vec<&String> = self.defs.keys().collect();
+            names.sort_unstable();
+            let defs: Map<String, Value> = names
+                .into_iter()
+                .map(|n| (n.clone(), self.def(n).cloned().unwrap_or(Value::Null)))
+                .collect();
+            if let Some(o) = root.as_object_mut() {
+                o.insert("$defs".to_owned(), Value::Object(defs));
+            }
+        }
+        root
+    }
+
+    /// Whether `instance` is valid against the schema.
+    pub fn verdict(&self, instance: &Value) -> Verdict {
+        Eval { quick: self }.schema(&self.root, instance, 0)
+    }
+
+    /// The definition `name`, parsed (and cut) the first time it is asked
+    /// for.
+    fn def(&self, name: &str) -> Option<&Value> {
+        let def = self.defs.get(name)?;
+        def.value
+            .get_or_init(|| {
+                let mut v: Value = serde_json::from_str(def.text).ok()?;
+                if let Some(prefix) = &self.cut {
+                    cut_in(&mut v, def.text, prefix);
+                }
+                Some(v)
+            })
+            .as_ref()
     }
 
     /// `pattern` compiled for ASCII text, or `None` where it cannot be.
-    fn regex(&self, pattern: &str) -> Option<&Regex> {
-        self.patterns
-            .get(pattern)?
-            .get_or_init(|| {
-                // Only printable ASCII is matched (see `string`): there
-                // ECMA-262's classes and Rust's ASCII classes agree.
-                portable(pattern)
-                    .then(|| RegexBuilder::new(pattern).unicode(false).build().ok())
-                    .flatten()
-            })
-            .as_ref()
+    fn regex(&self, pattern: &str) -> Option<Arc<Regex>> {
+        let mut patterns = self.patterns.lock().ok()?;
+        if let Some(compiled) = patterns.get(pattern) {
+            return compiled.clone();
+        }
+        // Only printable ASCII is matched (see `string`): there ECMA-262's
+        // classes and Rust's ASCII classes agree.
+        let compiled = portable(pattern)
+            .then(|| Regex::new(pattern).ok())
+            .flatten()
+            .map(Arc::new);
+        patterns.insert(pattern.to_owned(), compiled.clone());
+        compiled
+    }
+}
+
+/// [`cut`] of `schema`, parsed from `text`: only where the text names
+/// `prefix` at all, since most definitions refer to no Kubernetes one and
+/// walking them was a visible part of an edit's cost.
+fn cut_in(schema: &mut Value, text: &str, prefix: &str) {
+    if memchr::memmem::find(text.as_bytes(), prefix.as_bytes()).is_some() {
+        cut(schema, prefix);
+    }
+}
+
+/// Empties every object of `schema` whose `$ref` begins with `prefix`, so
+/// that it accepts anything.
+pub fn cut(schema: &mut Value, prefix: &str) {
+    match schema {
+        Value::Object(o) => {
+            let refers = o
+                .get("$ref")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r.starts_with(prefix));
+            if refers {
+                o.clear();
+            } else {
+                o.values_mut().for_each(|v| cut(v, prefix));
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| cut(v, prefix)),
+        _ => {}
     }
 }
 
@@ -152,7 +340,6 @@ const UNIQUE: usize = 64;
 
 struct Eval<'a> {
     quick: &'a Quick,
-    root: &'a Value,
 }
 
 impl Eval<'_> {
@@ -237,7 +424,13 @@ impl Eval<'_> {
             k if ANNOTATIONS.contains(&k) || k.starts_with("x-") => Valid,
             // Below the root, `$id` moves the base `$ref`s resolve against
             // and `$schema` may change the dialect.
-            "$id" | "$schema" if self.root.as_object().is_some_and(|r| std::ptr::eq(r, map)) => {
+            "$id" | "$schema"
+                if self
+                    .quick
+                    .root
+                    .as_object()
+                    .is_some_and(|r| std::ptr::eq(r, map)) =>
+            {
                 Valid
             }
             _ => Unsure,
@@ -252,7 +445,7 @@ impl Eval<'_> {
         if name.contains(['~', '/', '%']) {
             return None;
         }
-        self.root.get("$defs")?.get(name)
+        self.quick.def(name)
     }
 
     fn object(
@@ -321,12 +514,12 @@ impl Eval<'_> {
             // Lengths count code points, as JSON Schema does.
             "minLength" => count(value, s.chars().count(), Ordering::Less),
             "maxLength" => count(value, s.chars().count(), Ordering::Greater),
-            _ => match value.as_str().and_then(|p| self.quick.regex(p)) {
+            _ => match value.as_str().and_then(|p| self.quick.regex(p)).as_deref() {
                 // Beyond printable ASCII, ECMA-262's classes, `.` and line
                 // terminators are not Rust's: the compiled validator
                 // decides.
                 Some(re) if s.bytes().all(|b| (b' '..=b'~').contains(&b)) => {
-                    Verdict::of(re.is_match(s.as_bytes()))
+                    Verdict::of(re.is_match(s))
                 }
                 _ => Unsure,
             },
@@ -457,7 +650,7 @@ mod tests {
     use serde_json::json;
 
     fn verdict(schema: Value, instance: Value) -> Verdict {
-        Quick::new(&schema).verdict(&schema, &instance)
+        Quick::new(schema).verdict(&instance)
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
-use crate::validate::quick::{Quick, Verdict};
+use crate::validate::quick::{self, Quick, Verdict};
 use crate::validate::suggest::did_you_mean;
 
 /// The definition schema, exactly as shipped in `schema/`; `trainc schema`
@@ -18,29 +18,35 @@ pub const TRAINING_JOB_SCHEMA: &str = include_str!("../../schema/trainingjob.sch
 /// The project-file schema.
 pub const PROJECT_SCHEMA: &str = include_str!("../../schema/project.schema.json");
 
-/// A schema's JSON, which the error mapper reads for field names ("did you
-/// mean") and `patternErrorMessage` hints, and its validator, compiled only
-/// for a document [`Quick`] is not sure of.
+/// A schema: what the quick check reads of it, and, only for a document
+/// [`Quick`] does not find valid, its JSON parsed whole (which the error
+/// mapper reads for field names, "did you mean" and `patternErrorMessage`
+/// hints) and its compiled validator.
 pub struct Schema {
-    json: Value,
     quick: Quick,
+    json: OnceLock<Value>,
+    whole: fn() -> Value,
     validator: OnceLock<Validator>,
 }
 
 /// The definition schema, Kubernetes' pod template included: what a
 /// definition with patches or an affinity is checked against.
 pub static TRAINING_JOB: LazyLock<Schema> =
-    LazyLock::new(|| Schema::new(parse(TRAINING_JOB_SCHEMA)));
+    LazyLock::new(|| Schema::new(TRAINING_JOB_SCHEMA, None, || parse(TRAINING_JOB_SCHEMA)));
 /// The definition schema without the Kubernetes definitions (`io.k8s.…`),
 /// for every other definition: the pod template is most of the schema and
 /// of the time it takes to compile (a few milliseconds at every start).
-static TRAINING_JOB_LEAN: LazyLock<Schema> =
-    LazyLock::new(|| Schema::new(lean(TRAINING_JOB_SCHEMA)));
-pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(parse(PROJECT_SCHEMA)));
+static TRAINING_JOB_LEAN: LazyLock<Schema> = LazyLock::new(|| {
+    Schema::new(TRAINING_JOB_SCHEMA, Some(KUBERNETES), || {
+        lean(TRAINING_JOB_SCHEMA)
+    })
+});
+pub static PROJECT: LazyLock<Schema> =
+    LazyLock::new(|| Schema::new(PROJECT_SCHEMA, None, || parse(PROJECT_SCHEMA)));
 
-/// Reads the schema most definitions are checked against, so that it can
-/// be done on a spare thread while the definitions load, rather than by the
-/// first document's check while the others wait for it.
+/// Reads the root of the schema most definitions are checked against, so
+/// that it can be done on a spare thread while the definitions load,
+/// rather than by the first document's check while the others wait for it.
 pub fn warm() {
     LazyLock::force(&TRAINING_JOB_LEAN);
 }
@@ -56,35 +62,15 @@ fn parse(text: &str) -> Value {
 }
 
 /// The schema in `text` without the Kubernetes definitions; what referred
-/// to them accepts anything. They are nine tenths of its bytes, and an
-/// edit's build reads it first, so they are not read at all: their
-/// generator (tests/k8s_schema.rs) writes them last in `$defs`, which
-/// closes the schema, and they are cut off as a tail.
+/// to them accepts anything. They are nine tenths of its bytes and are not
+/// read at all: their generator (tests/k8s_schema.rs) writes them last in
+/// `$defs`, which closes the schema, and they are cut off as a tail.
 fn lean(text: &str) -> Value {
-    fn cut(v: &mut Value, prefix: &str) {
-        match v {
-            Value::Object(o) => {
-                let refers = o
-                    .get("$ref")
-                    .and_then(Value::as_str)
-                    .is_some_and(|r| r.starts_with(prefix));
-                if refers {
-                    o.clear();
-                } else {
-                    o.values_mut().for_each(|v| cut(v, prefix));
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(|v| cut(v, prefix)),
-            _ => {}
-        }
-    }
-    // Found with SIMD: the cut is 43 KB in, a visible part of an edit's
-    // build with `str::find`.
     let mut schema = match memchr::memmem::find(text.as_bytes(), b",\n    \"io.k8s.") {
         Some(end) => parse(&format!("{}\n  }}\n}}\n", &text[..end])),
         None => parse(text),
     };
-    cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
+    quick::cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
     schema
 }
 
@@ -104,12 +90,24 @@ pub fn training_job(doc: &Document) -> &'static Schema {
 }
 
 impl Schema {
-    fn new(json: Value) -> Self {
+    /// The schema in `text`, of which only the root is read now; `whole`
+    /// parses all of it, when a document needs the error mapper. `cut`:
+    /// see [`Quick::lazy`].
+    fn new(text: &'static str, cut: Option<&str>, whole: fn() -> Value) -> Self {
+        let json = OnceLock::new();
+        let quick =
+            Quick::lazy(text, cut).unwrap_or_else(|| Quick::new(json.get_or_init(whole).clone()));
         Self {
-            quick: Quick::new(&json),
+            quick,
             json,
+            whole,
             validator: OnceLock::new(),
         }
+    }
+
+    /// The schema parsed whole.
+    fn json(&self) -> &Value {
+        self.json.get_or_init(self.whole)
     }
 
     /// The compiled validator. Panics only if the embedded schema is
@@ -118,14 +116,14 @@ impl Schema {
     #[allow(clippy::expect_used)]
     fn validator(&self) -> &Validator {
         self.validator.get_or_init(|| {
-            jsonschema::draft202012::new(&self.json).expect("embedded schema compiles")
+            jsonschema::draft202012::new(self.json()).expect("embedded schema compiles")
         })
     }
 
     /// What the quick check knows of `value`, without compiling the
     /// validator.
     pub fn quick(&self, value: &Value) -> Verdict {
-        self.quick.verdict(&self.json, value)
+        self.quick.verdict(value)
     }
 
     /// Whether the compiled validator finds `value` valid.
@@ -173,7 +171,7 @@ impl Schema {
         let schema_path = e.schema_path().as_str();
         schema_path
             .rfind('/')
-            .and_then(|i| self.json.pointer(&schema_path[..i]))
+            .and_then(|i| self.json().pointer(&schema_path[..i]))
             .and_then(|s| s.get("properties"))
             .and_then(Value::as_object)
             .map(|p| p.keys().map(String::as_str).collect())
@@ -186,7 +184,7 @@ impl Schema {
         // The schema object that holds the failing keyword.
         let subschema = schema_path
             .rfind('/')
-            .and_then(|i| self.json.pointer(&schema_path[..i]));
+            .and_then(|i| self.json().pointer(&schema_path[..i]));
         let path = doc.dotted(&pointer);
         let instance = e.instance();
         let diag = |msg: String| Diagnostic::new(msg).path(path.clone());
@@ -272,7 +270,7 @@ impl Schema {
                 // `tensorflowOnly` / `pytorchOnly`: a field of the other
                 // framework.
                 let holder = subschema.and_then(|h| match h.as_str() {
-                    Some(r) => r.strip_prefix('#').and_then(|r| self.json.pointer(r)),
+                    Some(r) => r.strip_prefix('#').and_then(|r| self.json().pointer(r)),
                     None => Some(h),
                 });
                 let Some(owner) = holder
@@ -373,7 +371,7 @@ impl Schema {
                 let key = error.instance().as_str().unwrap_or_default();
                 let child = format!("{pointer}/{}", pointer_segment(key));
                 let hint = self
-                    .json
+                    .json()
                     .pointer(
                         error
                             .schema_path()
@@ -468,7 +466,7 @@ impl Kube {
     /// A definition by its short name: `Container`, `PodTemplateSpec`,
     /// `Affinity` (core/v1), `ObjectMeta` (meta/v1).
     pub fn def(name: &str) -> Option<Self> {
-        let defs = &TRAINING_JOB.json["$defs"];
+        let defs = &TRAINING_JOB.json()["$defs"];
         [
             "io.k8s.api.core.v1.",
             "io.k8s.apimachinery.pkg.apis.meta.v1.",
@@ -493,7 +491,7 @@ impl Kube {
             };
             match r
                 .strip_prefix('#')
-                .and_then(|p| TRAINING_JOB.json.pointer(p))
+                .and_then(|p| TRAINING_JOB.json().pointer(p))
             {
                 Some(t) => v = t,
                 None => break,
@@ -505,7 +503,7 @@ impl Kube {
     /// The definition's short name (`Container`), for messages.
     pub fn name(self) -> Option<&'static str> {
         let target = self.resolved();
-        TRAINING_JOB.json["$defs"]
+        TRAINING_JOB.json()["$defs"]
             .as_object()?
             .iter()
             .find(|(_, v)| std::ptr::eq(*v, target))
@@ -592,6 +590,7 @@ impl Kube {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
 
     /// The lean schema, its tail cut off unread, is the whole one parsed
     /// and then cut: its Kubernetes definitions gone, every object that refers to
@@ -622,9 +621,43 @@ mod tests {
         defs.retain(|name, _| !name.starts_with("io.k8s."));
         assert!(defs.len() < all && !defs.is_empty());
         assert!(cut(&mut whole) > 0);
-        assert_eq!(TRAINING_JOB_LEAN.json, whole);
-        let text = serde_json::to_string(&TRAINING_JOB_LEAN.json).expect("json");
+        assert_eq!(*TRAINING_JOB_LEAN.json(), whole);
+        let text = serde_json::to_string(TRAINING_JOB_LEAN.json()).expect("json");
         assert!(!text.contains("io.k8s."));
+    }
+
+    /// The quick check reads each embedded schema from its layout, one
+    /// definition at a time, and what it reads is the schema parsed whole:
+    /// no definition lost, split wrongly or left uncut.
+    #[test]
+    fn the_quick_check_reads_each_schema_as_parsed_whole() {
+        for (text, cut, whole) in [
+            (TRAINING_JOB_SCHEMA, None, parse(TRAINING_JOB_SCHEMA)),
+            (
+                TRAINING_JOB_SCHEMA,
+                Some(KUBERNETES),
+                lean(TRAINING_JOB_SCHEMA),
+            ),
+            (PROJECT_SCHEMA, None, parse(PROJECT_SCHEMA)),
+        ] {
+            let lazy = Quick::lazy(text, cut).expect("laid out as Quick::lazy reads it");
+            let defs = whole["$defs"].as_object().map_or(0, Map::len);
+            assert!(defs > 0);
+            assert_eq!(lazy.whole(), whole, "{cut:?}");
+        }
+        // Laid out otherwise, it says so rather than guess.
+        for text in [
+            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1,\n    \"x\": 2\n  }\n}\n",
+            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\\u0041\": 1\n  }\n}\n",
+            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1\n  }\n",
+            "{\n  \"a\": 1,\n  \"$defs\": {\n  \"x\": 1\n  }\n}\n",
+        ] {
+            assert!(Quick::lazy(text, None).is_none(), "{text}");
+        }
+        // A definition that is not JSON leaves what refers to it unsure.
+        let text = "{\n  \"$ref\": \"#/$defs/x\",\n  \"$defs\": {\n    \"x\": {]\n  }\n}\n";
+        let lazy = Quick::lazy(text, None).expect("laid out");
+        assert_eq!(lazy.verdict(&Value::Null), Verdict::Unsure);
     }
 
     /// Every document among the fixtures and examples, mutated at every
@@ -805,7 +838,7 @@ mod tests {
         let mut decided = [0usize; 2];
         for p in &all {
             let schema = serde_json::json!({ "pattern": p });
-            let quick = Quick::new(&schema);
+            let quick = Quick::new(schema.clone());
             let validator = jsonschema::draft202012::new(&schema).expect("pattern compiles");
             for i in 0..2_000 {
                 // Every other string from the characters most patterns
@@ -816,7 +849,7 @@ mod tests {
                     .map(|_| char::from(alphabet[(next() % alphabet.len() as u64) as usize]))
                     .collect();
                 let value = Value::String(text);
-                let verdict = quick.verdict(&schema, &value);
+                let verdict = quick.verdict(&value);
                 if verdict != Verdict::Unsure {
                     decided[usize::from(verdict == Verdict::Valid)] += 1;
                     assert_eq!(
@@ -868,10 +901,10 @@ mod tests {
     fn embedded_schemas_are_valid_draft_2020_12() {
         for schema in [&*TRAINING_JOB, &*TRAINING_JOB_LEAN, &*PROJECT] {
             assert_eq!(
-                schema.json["$schema"],
+                schema.json()["$schema"],
                 "https://json-schema.org/draft/2020-12/schema"
             );
-            assert!(jsonschema::meta::is_valid(&schema.json));
+            assert!(jsonschema::meta::is_valid(schema.json()));
         }
     }
 }
