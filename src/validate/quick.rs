@@ -18,7 +18,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use regex_lite::Regex;
 use serde_json::{Map, Number, Value};
@@ -83,8 +83,9 @@ pub struct Quick {
     /// `$ref`s that begin with this accept anything ([`cut`]).
     cut: Option<String>,
     /// Each pattern, compiled the first time a string is matched against
-    /// it; `None` where it cannot be.
-    patterns: Mutex<HashMap<String, Option<Arc<Regex>>>>,
+    /// it; `None` where it cannot be. Shared, with its matching caches, by
+    /// the threads that check documents.
+    patterns: RwLock<HashMap<String, Option<Arc<Regex>>>>,
 }
 
 /// One entry of `$defs`: its JSON text, and the value parsed from it
@@ -127,7 +128,7 @@ impl Quick {
             root: schema,
             defs,
             cut: None,
-            patterns: Mutex::default(),
+            patterns: RwLock::default(),
         }
     }
 
@@ -138,16 +139,14 @@ impl Quick {
     /// It relies on how the embedded schemas are laid out: `$defs` last in
     /// the root, each entry on a line of its own indented by four spaces,
     /// the ones `cut` names after all the others (tests/k8s_schema.rs
-    /// writes them so, and the tests here hold every definition found to
-    /// the schema parsed whole). `None` where the text is laid out
+    /// writes them so, and the tests in schema.rs hold every definition
+    /// found to the schema parsed whole). `None` where `$defs` is laid out
     /// otherwise: then the schema must be parsed whole.
     pub fn lazy(text: &'static str, cut: Option<&str>) -> Option<Self> {
         let Some(at) = memchr::memmem::find(text.as_bytes(), DEFS.as_bytes()) else {
-            // No definitions at all, or laid out otherwise.
+            // No definitions, or laid out otherwise: read whole, the cut
+            // leaves what it names unreached.
             let mut root: Value = serde_json::from_str(text).ok()?;
-            if root.get("$defs").is_some() {
-                return None;
-            }
             if let Some(prefix) = cut {
                 self::cut(&mut root, &format!("#/$defs/{prefix}"));
             }
@@ -157,6 +156,13 @@ impl Quick {
         let mut body = text[at + DEFS.len()..]
             .trim_end()
             .strip_suffix("\n  }\n}")?;
+        // A line at the root's indentation: `$defs` is not last, and what
+        // follows it would be taken for definitions.
+        if memchr::memmem::find(body.as_bytes(), b"\n  \"").is_some()
+            || memchr::memmem::find(body.as_bytes(), b"\n  }").is_some()
+        {
+            return None;
+        }
         if let Some(prefix) = cut {
             // Never read: found with SIMD, as the tail is nine tenths of
             // the definition schema.
@@ -173,7 +179,12 @@ impl Quick {
         for (i, &start) in starts.iter().enumerate() {
             let end = starts.get(i + 1).map_or(body.len(), |&next| next - 1);
             let entry = body[start..end].strip_prefix(&ENTRY[1..])?;
-            let entry = entry.strip_suffix(',').unwrap_or(entry);
+            // Every entry but the last ends with a comma.
+            let entry = match entry.strip_suffix(',') {
+                Some(entry) if i + 1 < starts.len() => entry,
+                None if i + 1 == starts.len() => entry,
+                _ => return None,
+            };
             let (name, text) = entry.split_once("\": ")?;
             // A name with an escape would need decoding.
             if name.contains(['\\', '"']) {
@@ -195,7 +206,7 @@ impl Quick {
             root,
             defs,
             cut,
-            patterns: Mutex::default(),
+            patterns: RwLock::default(),
         })
     }
 
@@ -268,18 +279,24 @@ impl Quick {
 
     /// `pattern` compiled for ASCII text, or `None` where it cannot be.
     fn regex(&self, pattern: &str) -> Option<Arc<Regex>> {
-        let mut patterns = self.patterns.lock().ok()?;
-        if let Some(compiled) = patterns.get(pattern) {
+        // The map is whole after any panic: every insert is one call.
+        let known = self.patterns.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(compiled) = known.get(pattern) {
             return compiled.clone();
         }
+        drop(known);
         // Only printable ASCII is matched (see `string`): there ECMA-262's
         // classes and Rust's ASCII classes agree.
         let compiled = portable(pattern)
             .then(|| Regex::new(pattern).ok())
             .flatten()
             .map(Arc::new);
-        patterns.insert(pattern.to_owned(), compiled.clone());
-        compiled
+        self.patterns
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(pattern.to_owned())
+            .or_insert(compiled)
+            .clone()
     }
 }
 
@@ -312,12 +329,14 @@ pub fn cut(schema: &mut Value, prefix: &str) {
     }
 }
 
-/// Whether `pattern` uses only syntax ECMA-262 and Rust's `regex` read
+/// Whether `pattern` uses only syntax ECMA-262 and `regex-lite` read
 /// alike: literals, classes, groups, alternation, anchors, quantifiers and
-/// the escapes below. Rust also reads class set operations (`&&`, `--`,
-/// `~~`), nested and POSIX classes, flags (`(?`), `{,n}` and escapes such
-/// as `\A` and `\z`, where ECMA-262 reads literals or fails; ECMA-262 has
-/// escapes Rust lacks.
+/// the escapes below. `regex-lite` also reads class set operations (`&&`,
+/// `--`, `~~`), nested and POSIX classes (`[[`, `[:`), flags (`(?`),
+/// `{,n}` and escapes such as `\A` and `\z`, where ECMA-262 reads
+/// literals or fails; it reads `]` first in a class as a literal, where
+/// ECMA-262 reads `[]` as matching nothing and `[^]` as anything; ECMA-262
+/// has escapes it lacks.
 fn portable(pattern: &str) -> bool {
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -329,7 +348,7 @@ fn portable(pattern: &str) -> bool {
             }
         }
     }
-    !["&&", "--", "~~", "[[", "(?", "{,"]
+    !["&&", "--", "~~", "[[", "[:", "[]", "[^]", "(?", "{,"]
         .iter()
         .any(|s| pattern.contains(s))
         && pattern.is_ascii()
@@ -651,6 +670,17 @@ mod tests {
 
     fn verdict(schema: Value, instance: Value) -> Verdict {
         Quick::new(schema).verdict(&instance)
+    }
+
+    /// Syntax `regex-lite` reads otherwise than ECMA-262 is left to the
+    /// compiled validator.
+    #[test]
+    fn patterns_read_otherwise_are_unsure() {
+        for (pattern, text) in [("^[]a]$", "]a"), ("^[^]$", "x"), ("^[[:digit:]]$", "1")] {
+            let schema = json!({ "pattern": pattern });
+            assert_eq!(verdict(schema, json!(text)), Unsure, "{pattern}");
+        }
+        assert_eq!(verdict(json!({"pattern": "^[a-z]$"}), json!("a")), Valid);
     }
 
     #[test]

@@ -18,10 +18,12 @@ pub const TRAINING_JOB_SCHEMA: &str = include_str!("../../schema/trainingjob.sch
 /// The project-file schema.
 pub const PROJECT_SCHEMA: &str = include_str!("../../schema/project.schema.json");
 
-/// A schema: what the quick check reads of it, and, only for a document
-/// [`Quick`] does not find valid, its JSON parsed whole (which the error
-/// mapper reads for field names, "did you mean" and `patternErrorMessage`
-/// hints) and its compiled validator.
+/// A schema: what the quick check reads of it, and its JSON parsed whole
+/// and its compiled validator, only for a document [`Quick`] does not find
+/// valid (the error mapper reads the JSON for field names, "did you mean"
+/// and `patternErrorMessage` hints) and, for the definition schema, for a
+/// definition with patches or an affinity ([`Kube`] reads Kubernetes'
+/// definitions from it).
 pub struct Schema {
     quick: Quick,
     json: OnceLock<Value>,
@@ -91,7 +93,7 @@ pub fn training_job(doc: &Document) -> &'static Schema {
 
 impl Schema {
     /// The schema in `text`, of which only the root is read now; `whole`
-    /// parses all of it, when a document needs the error mapper. `cut`:
+    /// parses all of it, when the error mapper or [`Kube`] needs it. `cut`:
     /// see [`Quick::lazy`].
     fn new(text: &'static str, cut: Option<&str>, whole: fn() -> Value) -> Self {
         let json = OnceLock::new();
@@ -651,6 +653,10 @@ mod tests {
             "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\\u0041\": 1\n  }\n}\n",
             "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1\n  }\n",
             "{\n  \"a\": 1,\n  \"$defs\": {\n  \"x\": 1\n  }\n}\n",
+            // `$defs` not last: what follows is no definition.
+            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": {}\n  },\n  \"properties\": {\n    \"n\": {\"type\": \"integer\"}\n  }\n}\n",
+            // An entry not closed by a comma.
+            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1\n    \"y\": 2\n  }\n}\n",
         ] {
             assert!(Quick::lazy(text, None).is_none(), "{text}");
         }
