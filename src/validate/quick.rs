@@ -156,13 +156,6 @@ impl Quick {
         let mut body = text[at + DEFS.len()..]
             .trim_end()
             .strip_suffix("\n  }\n}")?;
-        // A line at the root's indentation: `$defs` is not last, and what
-        // follows it would be taken for definitions.
-        if memchr::memmem::find(body.as_bytes(), b"\n  \"").is_some()
-            || memchr::memmem::find(body.as_bytes(), b"\n  }").is_some()
-        {
-            return None;
-        }
         if let Some(prefix) = cut {
             // Never read: found with SIMD, as the tail is nine tenths of
             // the definition schema.
@@ -172,10 +165,18 @@ impl Quick {
             }
         }
         let mut defs = HashMap::new();
-        let mut starts: Vec<usize> = memchr::memmem::find_iter(body.as_bytes(), ENTRY.as_bytes())
-            .map(|i| i + 1)
-            .collect();
-        starts.insert(0, 0);
+        // Each entry begins a line at four spaces with its quoted name, and
+        // every other line is deeper or closes an entry. A line less
+        // indented means `$defs` is not last: what follows would be taken
+        // for definitions.
+        let mut starts = vec![0];
+        for newline in memchr::memchr_iter(b'\n', body.as_bytes()) {
+            match body.as_bytes().get(newline + 1..newline + 6) {
+                Some(b"    \"") => starts.push(newline + 1),
+                Some([b' ', b' ', b' ', b' ', _]) => {}
+                _ => return None,
+            }
+        }
         for (i, &start) in starts.iter().enumerate() {
             let end = starts.get(i + 1).map_or(body.len(), |&next| next - 1);
             let entry = body[start..end].strip_prefix(&ENTRY[1..])?;
