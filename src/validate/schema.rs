@@ -68,7 +68,7 @@ fn parse(text: &str) -> Value {
 /// read at all: their generator (tests/k8s_schema.rs) writes them last in
 /// `$defs`, which closes the schema, and they are cut off as a tail.
 fn lean(text: &str) -> Value {
-    let mut schema = match memchr::memmem::find(text.as_bytes(), b",\n    \"io.k8s.") {
+    let mut schema = match quick::tail(text, KUBERNETES) {
         Some(end) => parse(&format!("{}\n  }}\n}}\n", &text[..end])),
         None => parse(text),
     };
