@@ -4,8 +4,9 @@
 //! - cold: a build into an empty directory with an empty cache, against
 //!   `cp -r` of the tree it produced (and `cp -r` + `sync`, since trainc makes
 //!   its writes durable and `cp` does not);
-//! - edits: on a built tree, a cached no-op build (the floor), then after
-//!   editing one definition, and then K, `build --check`, `diff` and `build`;
+//! - edits: on a built tree, a cached no-op build, and `build --check`,
+//!   `diff` and `build` after editing one definition, then K, each timed
+//!   right after the same command on the unedited tree (its floor);
 //! - peak RSS of every trainc run (`wait4`'s `ru_maxrss`).
 //!
 //! No timed run deletes anything, and none follows a delete closely: every
@@ -22,7 +23,7 @@
 //!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all] [--pin CPU]
 //!
 //! With `--pin CPU` every timed process runs on that one CPU (trainc then
-//! works on one thread): what an edit adds is a few milliseconds of CPU,
+//! works on one thread): what an edit adds is a millisecond or two of CPU,
 //! and on a machine of two virtual cores the waking and migrating of a
 //! second thread spreads a run's CPU time by more than that. The ratios of
 //! what edits add are printed with their 90% intervals either way.
@@ -252,10 +253,11 @@ impl Series {
     }
 
     /// The median over the runs of this series' sample less `floor`'s of
-    /// the same run, in seconds. The runs interleave the measurements, so
-    /// each difference is taken where the machine was in one state: a
-    /// no-op's spread between runs (tens of milliseconds on a busy machine)
-    /// cancels out of what an edit adds to it.
+    /// the same run, in seconds. Each floor is timed right before the
+    /// sample it is taken from (see [`after_edit`]), so each difference is
+    /// taken where the machine was in one state: a no-op's spread between
+    /// runs (tens of milliseconds on a busy machine) cancels out of what an
+    /// edit adds to it.
     fn above(&self, floor: &Series, f: impl Fn(&Sample) -> Duration) -> f64 {
         let runs: Vec<usize> = (0..self.0.len().min(floor.0.len())).collect();
         self.above_in(floor, f, &runs)
@@ -302,9 +304,8 @@ fn resamples(n: usize) -> impl Iterator<Item = Vec<usize>> {
 /// milliseconds to a floor whose run-to-run spread can be larger, and the
 /// interval says whether the runs tell the ratio at all.
 fn edit_ratio(e: &Edits, series: PickSeries, m: Measure) -> (f64, f64, f64) {
-    let ratio = |runs: &[usize]| {
-        series(&e.many).above_in(&e.noop, m, runs) / series(&e.one).above_in(&e.noop, m, runs)
-    };
+    let ratio =
+        |runs: &[usize]| series(&e.many).added_in(m, runs) / series(&e.one).added_in(m, runs);
     let all: Vec<usize> = (0..e.noop.0.len()).collect();
     let mut draws: Vec<f64> = resamples(all.len())
         .map(|runs| ratio(&runs))
@@ -607,12 +608,32 @@ fn cold_phase(project: &Project, args: &Args) -> Cold {
     cold
 }
 
-/// `build --check`, `diff` and `build` after one edit.
+/// One command timed twice in a row: on the settled tree (its floor: it
+/// finds nothing to do) and, right after, on the edited one.
+#[derive(Default)]
+struct Paired {
+    floor: Series,
+    edited: Series,
+}
+
+impl Paired {
+    /// What the edit added, per run (see [`Series::above`]).
+    fn added(&self, m: Measure) -> f64 {
+        self.edited.above(&self.floor, m)
+    }
+
+    fn added_in(&self, m: Measure, runs: &[usize]) -> f64 {
+        self.edited.above_in(&self.floor, m, runs)
+    }
+}
+
+/// `build --check`, `diff` and `build`, each timed on the settled tree and
+/// then after editing the same definitions.
 #[derive(Default)]
 struct AfterEdit {
-    check: Series,
-    diff: Series,
-    build: Series,
+    check: Paired,
+    diff: Paired,
+    build: Paired,
     /// Files the build wrote (the last run's).
     written: usize,
 }
@@ -641,24 +662,46 @@ fn settle(project: &Project) {
     project.trainc(&["build"], OUT, CACHE, 0);
 }
 
-/// Edits `k` definitions, times `build --check`, `diff` and `build`, and
-/// restores the state.
+/// Times `build --check`, `diff` and `build` each on the settled tree and
+/// then after editing `k` definitions, and brings the tree back to the
+/// settled state after each.
+///
+/// Each command's floor is taken right before its edited run, not once per
+/// run: on a virtual machine the CPU time of identical no-ops moves between
+/// levels 15–35% apart that last for seconds (the host's other work, not
+/// counted as steal), while consecutive runs mostly share a level. One edit
+/// adds a millisecond or two to a floor of fifty, so it is told only as the
+/// difference of neighbours.
 fn after_edit(project: &Project, k: usize, into: &mut AfterEdit) {
     let out = project.dir().join(OUT);
-    let edited = project.edit(k);
-    sync();
-    into.check
-        .0
-        .push(project.trainc(&["build", "--check"], OUT, CACHE, 1));
-    sync();
-    into.diff.0.push(project.trainc(&["diff"], OUT, CACHE, 1));
-    let before = stamps(&out);
-    sync();
-    into.build.0.push(project.trainc(&["build"], OUT, CACHE, 0));
-    into.written = files_changed(&before, &stamps(&out));
-    assert!(into.written > 0, "editing {k} definitions changed no file");
-    project.restore(&edited);
-    settle(project);
+    let commands: [(&[&str], i32, &mut Paired); 3] = [
+        (&["build", "--check"], 1, &mut into.check),
+        (&["diff"], 1, &mut into.diff),
+        (&["build"], 0, &mut into.build),
+    ];
+    for (args, code, pair) in commands {
+        let before = stamps(&out);
+        sync();
+        pair.floor.0.push(project.trainc(args, OUT, CACHE, 0));
+        assert!(
+            stamps(&out) == before,
+            "trainc {args:?} on the settled tree wrote, renamed or deleted a file"
+        );
+        let edited = project.edit(k);
+        sync();
+        pair.edited.0.push(project.trainc(args, OUT, CACHE, code));
+        let written = files_changed(&before, &stamps(&out));
+        if args == ["build"] {
+            into.written = written;
+            assert!(written > 0, "editing {k} definitions changed no file");
+        } else {
+            assert_eq!(written, 0, "trainc {args:?} wrote into the output");
+        }
+        project.restore(&edited);
+        if args == ["build"] {
+            settle(project);
+        }
+    }
 }
 
 fn edit_phase(project: &Project, args: &Args) -> Edits {
@@ -833,7 +876,7 @@ fn verdict_row(
     }
 }
 
-type PickSeries = fn(&AfterEdit) -> &Series;
+type PickSeries = fn(&AfterEdit) -> &Paired;
 type Measure = fn(&Sample) -> Duration;
 type PickEdit = fn(&Edits) -> &AfterEdit;
 
@@ -884,13 +927,13 @@ fn print_report(args: &Args, results: &[FsResult]) {
         (args.edits, |e: &Edits| &e.many),
     ] {
         time_row(&format!("{n} edited: build --check"), results, |r| {
-            edits(r).map(|e| &pick(e).check)
+            edits(r).map(|e| &pick(e).check.edited)
         });
         time_row(&format!("{n} edited: diff"), results, |r| {
-            edits(r).map(|e| &pick(e).diff)
+            edits(r).map(|e| &pick(e).diff.edited)
         });
         time_row(&format!("{n} edited: build"), results, |r| {
-            edits(r).map(|e| &pick(e).build)
+            edits(r).map(|e| &pick(e).build.edited)
         });
     }
 
@@ -923,7 +966,7 @@ fn print_report(args: &Args, results: &[FsResult]) {
         goal_row(
             &format!("1 edited: {name} / no-op"),
             results,
-            |r| edits(r).map(|e| secs(series(&e.one).median()) / secs(e.noop.median())),
+            |r| edits(r).map(|e| secs(series(&e.one).edited.median()) / secs(e.noop.median())),
             "x",
             Some(("<= 3x", &within(3.0))),
         );
@@ -955,8 +998,7 @@ fn print_report(args: &Args, results: &[FsResult]) {
         let cpu: Measure = |s| s.cpu;
         for (name, series) in commands {
             let per_job = move |e: &Edits| {
-                (series(&e.many).above(&e.noop, cpu) - series(&e.one).above(&e.noop, cpu))
-                    / (k - 1.0)
+                (series(&e.many).added(cpu) - series(&e.one).added(cpu)) / (k - 1.0)
             };
             goal_row(
                 &format!("{name}: each edited job, CPU"),
@@ -968,7 +1010,7 @@ fn print_report(args: &Args, results: &[FsResult]) {
             goal_row(
                 &format!("{name}: any edit, once, CPU"),
                 results,
-                |r| edits(r).map(|e| 1000.0 * (series(&e.one).above(&e.noop, cpu) - per_job(e))),
+                |r| edits(r).map(|e| 1000.0 * (series(&e.one).added(cpu) - per_job(e))),
                 " ms",
                 None,
             );
@@ -994,7 +1036,7 @@ fn print_report(args: &Args, results: &[FsResult]) {
     goal_row(
         "1 edited: build",
         results,
-        |r| edits(r).map(|e| e.one.build.peak_rss_mib()),
+        |r| edits(r).map(|e| e.one.build.edited.peak_rss_mib()),
         "",
         rss_goal,
     );
