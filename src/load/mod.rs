@@ -120,7 +120,7 @@ impl Document {
     /// integers), so that one mismatch is the user's and is reported as such;
     /// any other is a trainc bug, still located rather than a panic.
     pub fn typed<T: serde::de::DeserializeOwned>(&self) -> Result<T, Diagnostic> {
-        serde_path_to_error::deserialize(&self.value).map_err(|e| {
+        from_value(&self.value).map_err(|e| {
             let pointer: String = e
                 .path()
                 .iter()
@@ -258,6 +258,19 @@ fn options() -> serde_saphyr::Options {
         strict_booleans: true,
         with_snippet: false,
     }
+}
+
+/// `T` from `value`, and where in it the first mismatch is when it is not one.
+///
+/// The path is tracked only on the way to an error: tracking it wraps every
+/// step of the deserializer in code that only this stage runs, about 30 KB
+/// that the first definition a process reads fetches into a cold cache
+/// (see "Code an edit runs once" in docs/development.md). The same value
+/// read again with tracking fails at the same place.
+pub fn from_value<T: serde::de::DeserializeOwned>(
+    value: &Value,
+) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+    T::deserialize(value).or_else(|_| serde_path_to_error::deserialize(value))
 }
 
 /// Parses every document of `file`.

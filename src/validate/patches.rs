@@ -124,7 +124,7 @@ fn affinity(cx: &mut Ctx, base: &str, a: &Value) {
         );
         return;
     }
-    if let Err(e) = serde_path_to_error::deserialize::<_, Affinity>(a) {
+    if let Err(e) = crate::load::from_value::<Affinity>(a) {
         let at: String = e
             .path()
             .iter()

@@ -164,7 +164,7 @@ fn apply_traced(
         {
             return Err(invalid(path, format!("missing field `{field}`")));
         }
-        typed = serde_path_to_error::deserialize(&current).map_err(|e| {
+        typed = crate::load::from_value(&current).map_err(|e| {
             let path: Vec<Segment> = e
                 .path()
                 .iter()
