@@ -50,7 +50,7 @@ fn run_of(job: &Value) -> String {
 
 #[test]
 fn trainc_patches_as_kustomize_does() {
-    let Some(kubectl) = common::tool("KUBECTL", "kubectl") else {
+    let Some(kubectl) = common::tool("TRAINC_KUBECTL", "kubectl") else {
         return;
     };
     let (_patched_dir, patched) = common::build_example("patches");
