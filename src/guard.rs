@@ -64,6 +64,7 @@ fn check_with_home(
 ) -> Result<(), Vec<Diagnostic>> {
     let home = home.map(real);
     let root = real(&project.root);
+    let top = real(&project.top());
     // What a build reads: (where it resolves, as given, what it holds).
     let mut sources: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
     for s in project
@@ -96,6 +97,7 @@ fn check_with_home(
         let named = |p: &Path| project.shown_dir(p);
         // As messages name it, and as generated files do (from the root).
         let written = crate::load::display_name(&project.root, d.path);
+        let outside_repo = d.flag.is_none() && !at.starts_with(&top);
         let why = if let Some(c) = shown
             .chars()
             .chain(written.chars())
@@ -118,6 +120,8 @@ fn check_with_home(
                 "." => "it contains the project root, the working directory".to_owned(),
                 r => format!("it contains the project root `{r}`"),
             })
+        } else if outside_repo {
+            Some(outside(d.path, &at, &top, cwd))
         } else if let Some((r, s, kind)) = sources.iter().find(|(r, ..)| r.starts_with(&at)) {
             Some(if *r == at {
                 format!("trainc reads {kind} there")
@@ -147,14 +151,20 @@ fn check_with_home(
                 })
         };
         if let Some(why) = why {
-            let shown = crate::emit::comment_safe(&shown);
+            // Outside the root, as the project file has it, not absolute.
+            let shown = if outside_repo { &written } else { &shown };
+            let shown = crate::emit::comment_safe(shown);
             found.push(
                 Diagnostic::new(format!(
                     "refusing to use `{shown}` as the {}: {why}",
                     d.what
                 ))
                 .at(d.flag.is_none().then(|| locate(project, d.key)).flatten())
-                .hint(hint(d)),
+                .hint(if outside_repo {
+                    outside_hint(d)
+                } else {
+                    hint(d)
+                }),
             );
         }
     }
@@ -185,6 +195,34 @@ fn check_with_home(
         }
     }
     if found.is_empty() { Ok(()) } else { Err(found) }
+}
+
+/// Why a directory the repository's content names lies outside the
+/// repository: as written, or through a symlink on its way.
+fn outside(given: &Path, at: &Path, top: &Path, cwd: &Path) -> String {
+    let top = crate::load::shown_path(cwd, top);
+    if crate::resources::clean(given) == at {
+        format!("it lies outside the repository `{top}`")
+    } else {
+        format!(
+            "it resolves to `{}`, outside the repository `{top}`",
+            crate::emit::comment_safe(&at.to_string_lossy())
+        )
+    }
+}
+
+/// The hint for [`outside`]: the repository names no directory elsewhere;
+/// the command line may.
+fn outside_hint(d: &Dest) -> String {
+    let flag = if d.key.ends_with("buildOutput") {
+        "--build-output"
+    } else {
+        "-o"
+    };
+    format!(
+        "a pull request could otherwise make trainc write and prune another project's files: `{}` in the project file (and any symlink on its way) must stay inside the repository (the directory holding `.git`, else the project root); to write elsewhere, pass `{flag} DIR` on the command line",
+        d.key.replace('/', ".")
+    )
 }
 
 fn hint(d: &Dest) -> String {

@@ -145,6 +145,7 @@ pub fn init(dir: &Path, starter: &Starter, force: bool) -> Result<Vec<String>, V
             defaults: &defaults,
             library: &library,
             root: stage.path(),
+            top: stage.path(),
             generated: &[],
         };
         validate::validate(&docs, &cx).map_err(|mut d| {

@@ -361,10 +361,12 @@ fn resolve_some(
     docs: &[Document],
 ) -> Result<ResolvedSet, Vec<Diagnostic>> {
     let generated = project.written_dirs();
+    let top = project.top();
     let cx = validate::Context {
         defaults: &project.defaults,
         library,
         root: &project.root,
+        top: &top,
         generated: &generated,
     };
     let valid = validate::validate_all(docs, &cx)?;

@@ -71,6 +71,8 @@ fn relative(from: &Path, to: &Path) -> Option<String> {
 /// cache's key: where it resolves, what it is, and for a directory which
 /// kustomization file it holds and whether trainc wrote that.
 pub fn print(path: &Path) -> Vec<u8> {
+    // As [`entries`] reads it: cleaned lexically first.
+    let path = &clean(path);
     let mut out = real(path).as_os_str().as_encoded_bytes().to_vec();
     out.push(0);
     match std::fs::metadata(path) {
@@ -160,7 +162,18 @@ pub fn entries(
                 .at(at.clone())
                 .hint(hint.to_owned())
         };
-        let meta = match std::fs::metadata(&r.path) {
+        // Kustomize cleans an entry lexically (`l/../x` is `x`, whatever
+        // `l` links to) before the file system resolves it: every check
+        // is of that path, the one the kustomization is given.
+        let lexical = clean(&r.path);
+        if !lexical.starts_with(&project.root) {
+            found.push(refuse(
+                format!("`{written}` lies outside the project root"),
+                "list only files and directories inside the project root; Kustomize reads `..` lexically, before it follows symlinks",
+            ));
+            continue;
+        }
+        let meta = match std::fs::metadata(&lexical) {
             Ok(m) => m,
             Err(e) => {
                 found.push(refuse(
@@ -172,7 +185,7 @@ pub fn entries(
         };
         // Through symlinks too: Kustomize follows them.
         if let Err(d) =
-            crate::load::inside_root(&project.root, &r.path, &format!("`{written}`"), "")
+            crate::load::inside_root(&project.root, &lexical, &format!("`{written}`"), "")
         {
             found.push(refuse(
                 d.message,
@@ -180,8 +193,7 @@ pub fn entries(
             ));
             continue;
         }
-        let here = real(&r.path);
-        let lexical = clean(&r.path);
+        let here = real(&lexical);
         let inside_output = here.starts_with(&out_real) && here != out_real;
         let why = if let Some(how) = relation(&here, &out_real).filter(|h| *h != "lies in") {
             Some((
@@ -237,7 +249,7 @@ pub fn entries(
         } else if meta.is_dir() {
             match KUSTOMIZATION_NAMES
                 .iter()
-                .map(|n| r.path.join(n))
+                .map(|n| lexical.join(n))
                 .find(|k| k.is_file())
             {
                 None => Some((
@@ -260,7 +272,7 @@ pub fn entries(
                 format!("`{written}` is a file outside the output directory `{out_shown}`"),
                 "Kustomize loads no file from outside the kustomization's directory (its load restrictor): move the file into the output directory, or into a directory with its own kustomization.yaml and list the directory",
             ))
-        } else if generated(&r.path) {
+        } else if generated(&lexical) {
             Some((
                 format!("`{written}` is a file trainc generated"),
                 "list only files of your own; trainc prunes what it generated",

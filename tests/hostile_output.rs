@@ -372,6 +372,89 @@ error: aborting due to 1 previous error
     assert_eq!(read_tree(dir.path()), before);
 }
 
+/// Directories the repository's content names (`output`, `buildOutput`,
+/// a variant's, or the default `deploy` committed as a symlink) must stay
+/// inside the repository, as written and through symlinks: a pull request
+/// could otherwise make trainc write and prune another project's output.
+/// The command line may name any directory.
+#[test]
+fn directories_the_repository_names_stay_inside_it() {
+    let dir = two_projects();
+    let p = dir.path().join("p");
+    let sibling = dir.path().join("sibling");
+    let project = fs::read_to_string(p.join("trainc.yaml")).expect("read");
+    let outside = format!("{}/deploy", sibling.display());
+    let cases: Vec<(String, Option<&str>, String)> = vec![
+        (
+            project.replace("output: deploy", "output: ../sibling/deploy"),
+            None,
+            "error: refusing to use `../sibling/deploy` as the output directory: it lies outside the repository `.`\n --> trainc.yaml:5:9".to_owned(),
+        ),
+        (
+            format!("{project}buildOutput: ../sibling/build\n"),
+            None,
+            "error: refusing to use `../sibling/build` as the build directory: it lies outside the repository `.`\n --> trainc.yaml:8:14".to_owned(),
+        ),
+        (
+            format!("{project}variants:\n  x: {{output: ../sibling/deploy-x}}\n"),
+            None,
+            "refusing to use `../sibling/deploy-x` as the output directory of variant `x`: it lies outside the repository `.`".to_owned(),
+        ),
+        // The default output, committed as a symlink to elsewhere.
+        (
+            project.clone(),
+            Some(outside.as_str()),
+            format!(
+                "error: refusing to use `deploy` as the output directory: it resolves to `{outside}`, outside the repository `.`"
+            ),
+        ),
+    ];
+    for (text, link, message) in &cases {
+        fs::write(p.join("trainc.yaml"), text).expect("write");
+        if let Some(target) = link {
+            fs::remove_dir_all(p.join("deploy")).expect("rm");
+            std::os::unix::fs::symlink(target, p.join("deploy")).expect("symlink");
+        }
+        let before = read_tree(dir.path());
+        for cmd in [&["build"][..], &["build", "--check"], &["diff"]] {
+            let o = run(&p, cmd);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(message.as_str()),
+                "{cmd:?}: {}",
+                stderr(&o)
+            );
+            assert!(
+                stderr(&o).contains("must stay inside the repository"),
+                "{cmd:?}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                read_tree(dir.path()),
+                before,
+                "{cmd:?}: nothing written or deleted"
+            );
+        }
+        if link.is_some() {
+            fs::remove_file(p.join("deploy")).expect("rm");
+        }
+    }
+    // Inside a repository whose top is above the project, a directory
+    // beside the project is inside it.
+    fs::write(p.join("trainc.yaml"), &cases[0].0).expect("write");
+    fs::create_dir(dir.path().join(".git")).expect("mkdir");
+    let o = run(&p, &["build", "--check"]);
+    assert!(o.status.success(), "not refused: {}", stderr(&o));
+    fs::remove_dir(dir.path().join(".git")).expect("rmdir");
+    // The command line may point anywhere it is safe to prune.
+    fs::write(p.join("trainc.yaml"), &project).expect("write");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let out = elsewhere.path().join("out");
+    let o = run(&p, &["build", "-o", out.to_str().expect("UTF-8")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("kustomization.yaml").is_file());
+}
+
 /// The project's own output and build directories may lie among its
 /// definitions (`sources: [.]`): definitions are never read from them. The
 /// same directory given by `-o` is no way around the guard.

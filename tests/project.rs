@@ -343,3 +343,49 @@ fn resources_are_checked_on_every_build_and_only_for_the_projects_output() {
     let root = fs::read_to_string(dir.path().join("elsewhere/kustomization.yaml")).expect("read");
     assert!(root.ends_with("resources:\n- ml/train\n"), "{root}");
 }
+
+/// Kustomize cleans a `resources` entry lexically (`l/../..` climbs from
+/// where `l` is written, not from where it links to) before the file system
+/// resolves it: trainc checks that path, the one it writes, so a committed
+/// symlink cannot smuggle another team's directory into the output.
+#[test]
+fn resources_are_checked_as_kustomize_reads_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("p");
+    common::copy_tree(resources_outside().path(), &project);
+    // Another team's directory beside the project.
+    fs::create_dir_all(dir.path().join("platform")).expect("mkdir");
+    fs::write(
+        dir.path().join("platform/kustomization.yaml"),
+        "resources: [secret.yaml]\n",
+    )
+    .expect("write");
+    fs::create_dir_all(project.join("x/y")).expect("mkdir");
+    std::os::unix::fs::symlink("x/y", project.join("l")).expect("symlink");
+    let file = project.join("trainc.yaml");
+    let text = fs::read_to_string(&file).expect("read");
+    // Through the link it resolves to the project's own `platform`; as
+    // written, to the other team's.
+    fs::write(
+        &file,
+        text.replace("  - platform\n", "  - l/../../platform\n"),
+    )
+    .expect("write");
+    let before = common::read_tree(dir.path());
+    let o = run(&project, &["build"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("error: resources[0]: `l/../../platform` lies outside the project root\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("Kustomize reads `..` lexically"));
+    assert_eq!(common::read_tree(dir.path()), before, "nothing written");
+    // As written it is the project's own directory: listed as written.
+    fs::write(&file, text.replace("  - platform\n", "  - l/../platform\n")).expect("write");
+    let o = run(&project, &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let root = fs::read_to_string(project.join("cluster/kustomization.yaml")).expect("read");
+    assert!(root.contains("\n- ../platform\n"), "{root}");
+}

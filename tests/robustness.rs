@@ -21,6 +21,7 @@ fn check(text: String) {
                 defaults: &Defaults::default(),
                 library: &trainc::library::Library::builtin().expect("builtin library"),
                 root: std::path::Path::new("."),
+                top: std::path::Path::new("."),
                 generated: &[],
             },
         ) {

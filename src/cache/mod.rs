@@ -137,7 +137,8 @@ fn same_places(req: &Request, record: &Record) -> Result<(), String> {
         return Err("the output directories changed".into());
     }
     let generated = req.generated();
-    if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated)) {
+    let top = req.project.top();
+    if let Some(c) = record.contexts.iter().find(|c| !c.holds(&generated, &top)) {
         return Err(format!("the build context {} changed", shown(req, &c.dir)));
     }
     Ok(())

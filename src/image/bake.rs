@@ -4,14 +4,19 @@
 
 use std::fmt::Write as _;
 
+use std::path::Path;
+
 use super::ImageBuild;
 use crate::emit;
+use crate::resources::clean;
 
 pub const BAKE_FILE: &str = "docker-bake.hcl";
 
 /// Bake resolves `context` from the directory it runs in (the project root)
-/// and `dockerfile` from the context, so both are written that way.
-pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
+/// and `dockerfile` from the context, so both are written that way:
+/// `dockerfiles` are each build's Dockerfile relative to its context (see
+/// [`dockerfile_from_context`]).
+pub fn render(builds: &[ImageBuild], out_shown: &str, dockerfiles: &[String]) -> String {
     let mut s = emit::header(None);
     let _ = writeln!(
         s,
@@ -23,13 +28,12 @@ pub fn render(builds: &[ImageBuild], out_shown: &str) -> String {
         "group \"default\" {{\n  targets = [{}]\n}}",
         quoted(&names)
     );
-    for (b, name) in builds.iter().zip(&names) {
-        let file = format!("{out_shown}/{}", b.path);
+    for ((b, name), dockerfile) in builds.iter().zip(&names).zip(dockerfiles) {
         let _ = write!(
             s,
             "\ntarget \"{name}\" {{\n  context    = {}\n  dockerfile = {}\n  tags       = [{}]\n  labels = {{\n    \"dev.trainc.source\" = {}\n  }}\n}}\n",
             hcl(&b.context),
-            hcl(&relative_to(&b.context, &file)),
+            hcl(dockerfile),
             hcl(&b.image),
             hcl(&b.source),
         );
@@ -60,19 +64,20 @@ fn hcl(s: &str) -> String {
     out.replace("${", "$${").replace("%{", "%%{") + "\""
 }
 
-/// `to`, written relative to the directory `from` (both relative to the
-/// same root, normalized).
-fn relative_to(from: &str, to: &str) -> String {
-    let from: Vec<&str> = from.split('/').filter(|p| *p != ".").collect();
-    let to_parts: Vec<&str> = to.split('/').collect();
-    let common = from
-        .iter()
-        .zip(&to_parts)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut parts = vec![".."; from.len() - common];
-    parts.extend(&to_parts[common..]);
-    parts.join("/")
+/// The Dockerfile at `path` in the build directory `build_output`, written
+/// relative to the build context `context` (relative to `root`). Computed
+/// from absolute paths: a context above the project root (`../shared/code`)
+/// is climbed out of by the names of the directories on the way back, which
+/// only the absolute paths know.
+pub fn dockerfile_from_context(
+    root: &Path,
+    context: &str,
+    build_output: &Path,
+    path: &str,
+) -> String {
+    let from = clean(&root.join(context));
+    let to = clean(&build_output.join(path));
+    crate::load::display_name(&from, &to)
 }
 
 #[cfg(test)]
@@ -81,12 +86,24 @@ mod tests {
 
     #[test]
     fn paths_relative_to_the_context() {
+        let root = Path::new("/repo/team/project");
+        let build = root.join("build");
+        let d = |context: &str, path: &str| dockerfile_from_context(root, context, &build, path);
         assert_eq!(
-            relative_to("jobs/train", "build/ml/mnist/Dockerfile"),
+            d("jobs/train", "ml/mnist/Dockerfile"),
             "../../build/ml/mnist/Dockerfile"
         );
-        assert_eq!(relative_to(".", "build/x/Dockerfile"), "build/x/Dockerfile");
-        assert_eq!(relative_to("build/src", "build/x/D"), "../x/D");
+        assert_eq!(d(".", "x/Dockerfile"), "build/x/Dockerfile");
+        assert_eq!(d("build/src", "x/D"), "../x/D");
+        // Above the project root: back down through its name.
+        assert_eq!(
+            d("../shared/code", "ml/x/Dockerfile"),
+            "../../project/build/ml/x/Dockerfile"
+        );
+        assert_eq!(
+            d("../../code", "ml/x/Dockerfile"),
+            "../team/project/build/ml/x/Dockerfile"
+        );
     }
 
     #[test]

@@ -18,14 +18,24 @@ use super::dockerignore::DockerIgnore;
 /// In the same pass, and from the same bytes, it takes the context's
 /// [`ContextPrint`] for the build cache. `probes` are the paths validation
 /// checked exist (entry point, requirements): they must still be files.
+/// The walk stays inside `top`, the repository (a symlink out of it is
+/// refused), and within [`MAX_CONTEXT_BYTES`] and [`MAX_CONTEXT_ENTRIES`].
 pub fn hash(
     context: &Path,
     dockerfile: &[u8],
     probes: &[String],
     generated: &[&Path],
+    top: &Path,
 ) -> Result<(String, ContextPrint), String> {
     let mut reach = Reach::default();
-    let (tag, digest) = scan(context, Some(dockerfile), probes, generated, &mut reach)?;
+    let (tag, digest) = scan(
+        context,
+        Some(dockerfile),
+        probes,
+        generated,
+        top,
+        &mut reach,
+    )?;
     let print = ContextPrint {
         dir: context.to_path_buf(),
         probes: probes.to_vec(),
@@ -120,12 +130,13 @@ impl ContextPrint {
     }
 
     /// Whether the context is as this print describes it now.
-    pub fn holds(&self, generated: &[&Path]) -> bool {
+    pub fn holds(&self, generated: &[&Path], top: &Path) -> bool {
         scan(
             &self.dir,
             None,
             &self.probes,
             generated,
+            top,
             &mut Reach::default(),
         )
         .is_ok_and(|(_, d)| d == self.digest)
@@ -139,6 +150,7 @@ fn scan(
     dockerfile: Option<&[u8]>,
     probes: &[String],
     generated: &[&Path],
+    top: &Path,
     reach: &mut Reach,
 ) -> Result<(Option<String>, String), String> {
     let mut tag = dockerfile.map(|d| {
@@ -163,8 +175,9 @@ fn scan(
         }
     };
     let mut count = 0usize;
-    visit(context, &ignore, generated, reach, |rel, path| {
-        let bytes = fs::read(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+    let mut left = MAX_CONTEXT_BYTES;
+    visit(context, &ignore, generated, top, reach, |rel, path| {
+        let bytes = read_within(path, rel, &mut left)?;
         let x: &[u8] = if executable(path) { b"x" } else { b"-" };
         for h in tag.iter_mut().chain([&mut print]) {
             field(h, rel.as_bytes());
@@ -196,6 +209,7 @@ fn visit(
     context: &Path,
     ignore: &DockerIgnore,
     generated: &[&Path],
+    top: &Path,
     reach: &mut Reach,
     mut each: impl FnMut(&str, &Path) -> Result<(), String>,
 ) -> Result<(), String> {
@@ -215,8 +229,16 @@ fn visit(
             .collect::<Vec<_>>()
             .join("/"))
     };
+    let top = top.canonicalize().unwrap_or_else(|_| top.to_path_buf());
+    if !context_real.starts_with(&top) {
+        return Err(format!(
+            "the build context resolves to `{}`, outside the repository",
+            context_real.display()
+        ));
+    }
     reach.dir(context, String::new());
     let mut unsettled: Vec<String> = Vec::new();
+    let mut entries = 0usize;
     // Symlinks are visited as the file they point to, as the builder copies it.
     let walker = walkdir::WalkDir::new(context)
         .follow_links(true)
@@ -229,10 +251,25 @@ fn visit(
         });
     for entry in walker {
         let entry = entry.map_err(|e| format!("cannot walk the build context: {e}"))?;
+        entries += 1;
+        if entries > MAX_CONTEXT_ENTRIES {
+            return Err(format!(
+                "the build context holds more than {MAX_CONTEXT_ENTRIES} files and directories that its .dockerignore does not leave out entirely"
+            ));
+        }
         if entry.path_is_symlink()
             && let Ok(target) = entry.path().canonicalize()
         {
-            reach.links.push((rel_of(entry.path())?, target));
+            let rel = rel_of(entry.path())?;
+            // Checked before the walk enters it or reads it: a link to
+            // `/usr/lib` or `~/.docker` is no part of the repository.
+            if !target.starts_with(&top) && !ignore.excludes_all_below(&rel) {
+                return Err(format!(
+                    "`{rel}` in the build context links to `{}`, outside the repository",
+                    target.display()
+                ));
+            }
+            reach.links.push((rel, target));
         }
         if entry.file_type().is_dir() {
             reach.dir(entry.path(), rel_of(entry.path())?);
@@ -402,6 +439,48 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
+/// The most bytes of files a build context may hash for its tag: far more
+/// than training code, and about two seconds of hashing. Data belongs in a
+/// volume or outside the context (`.dockerignore`), not in the image.
+pub const MAX_CONTEXT_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// The most entries (files and directories) a walk of a build context
+/// visits, ignored ones included unless a pattern leaves out a whole
+/// directory: a bound on the time the walk takes.
+pub const MAX_CONTEXT_ENTRIES: usize = 200_000;
+
+/// The bytes of the file at `path` (`rel` in the context), if they fit in
+/// what is `left` of [`MAX_CONTEXT_BYTES`]: the size is checked before the
+/// file is read, and the read stops past it, so a file that grows meanwhile
+/// costs no more.
+fn read_within(path: &Path, rel: &str, left: &mut u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let over = || {
+        format!(
+            "the build context holds more than {} MiB of files that its .dockerignore keeps (reached at `{rel}`)",
+            MAX_CONTEXT_BYTES / (1024 * 1024)
+        )
+    };
+    let file = fs::File::open(path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot read {rel}: {e}"))?
+        .len();
+    if len > *left {
+        return Err(over());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(*left + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {rel}: {e}"))?;
+    let read = bytes.len() as u64;
+    if read > *left {
+        return Err(over());
+    }
+    *left -= read;
+    Ok(bytes)
+}
+
 /// The context's `.dockerignore`, `None` when there is none. Read as
 /// definitions are ([`crate::load::open_regular`]): a FIFO by that name
 /// would otherwise block the build forever, and a device never end.
@@ -447,7 +526,7 @@ mod tests {
     use super::*;
 
     fn tag(p: &Path, dockerfile: &[u8], generated: &[&Path]) -> Result<String, String> {
-        hash(p, dockerfile, &[], generated).map(|(t, _)| t)
+        hash(p, dockerfile, &[], generated, p).map(|(t, _)| t)
     }
 
     #[test]
@@ -542,24 +621,63 @@ mod tests {
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
         fs::write(p.join(".dockerignore"), ".git\n*.log\n").unwrap();
         let probes = ["train.py".to_owned()];
-        let (_, print) = hash(p, b"FROM x", &probes, &[]).unwrap();
-        assert!(print.holds(&[]));
+        let (_, print) = hash(p, b"FROM x", &probes, &[], p).unwrap();
+        assert!(print.holds(&[], p));
         // Ignored files, even many in an ignored directory: the same print.
         fs::write(p.join("run.log"), "noise").unwrap();
         fs::create_dir_all(p.join(".git/objects/ab")).unwrap();
         fs::write(p.join(".git/objects/ab/cd"), "blob").unwrap();
-        assert!(print.holds(&[]));
+        assert!(print.holds(&[], p));
         fs::write(p.join("train.py"), "print(2)\n").unwrap();
-        assert!(!print.holds(&[]), "code");
+        assert!(!print.holds(&[], p), "code");
         fs::write(p.join("train.py"), "print(1)\n").unwrap();
         fs::write(p.join(".dockerignore"), ".git\n*.log\n# note\n").unwrap();
-        assert!(!print.holds(&[]), ".dockerignore");
+        assert!(!print.holds(&[], p), ".dockerignore");
         fs::write(p.join(".dockerignore"), ".git\n*.log\n").unwrap();
-        assert!(print.holds(&[]));
+        assert!(print.holds(&[], p));
         fs::remove_file(p.join("train.py")).unwrap();
-        assert!(!print.holds(&[]), "entry point gone");
-        let e = hash(p, b"FROM x", &probes, &[]).unwrap_err();
+        assert!(!print.holds(&[], p), "entry point gone");
+        let e = hash(p, b"FROM x", &probes, &[], p).unwrap_err();
         assert!(e.contains("`train.py` is no longer a file"), "{e}");
+    }
+
+    /// A context stays inside the repository: a symlink in it that leads
+    /// out is refused before it is entered, and so is the context itself
+    /// reached through one; its files are hashed up to a budget, checked
+    /// before a file is read.
+    #[test]
+    fn a_context_stays_inside_the_repository_and_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = root.join("repo");
+        let ctx = repo.join("ctx");
+        fs::create_dir_all(&ctx).unwrap();
+        fs::create_dir_all(root.join("secrets")).unwrap();
+        fs::write(root.join("secrets/config.json"), "{}").unwrap();
+        fs::write(ctx.join("train.py"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("secrets"), ctx.join("docker")).unwrap();
+        let e = hash(&ctx, b"FROM x", &[], &[], &repo).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "`docker` in the build context links to `{}`, outside the repository",
+                root.join("secrets").display()
+            )
+        );
+        // Left out entirely, it is not walked.
+        fs::write(ctx.join(".dockerignore"), "docker\n").unwrap();
+        assert!(hash(&ctx, b"FROM x", &[], &[], &repo).is_ok());
+        std::os::unix::fs::symlink(root.join("secrets"), repo.join("link")).unwrap();
+        let e = hash(&repo.join("link"), b"FROM x", &[], &[], &repo).unwrap_err();
+        assert!(e.contains("outside the repository"), "{e}");
+        // A sparse file over the budget: refused by its size, unread.
+        let big = fs::File::create(ctx.join("data.bin")).unwrap();
+        big.set_len(MAX_CONTEXT_BYTES + 1).unwrap();
+        let e = hash(&ctx, b"FROM x", &[], &[], &repo).unwrap_err();
+        assert_eq!(
+            e,
+            "the build context holds more than 1024 MiB of files that its .dockerignore keeps (reached at `data.bin`)"
+        );
     }
 
     /// Whether a directory (the build cache) is read by a build of the
@@ -576,7 +694,7 @@ mod tests {
         std::os::unix::fs::symlink(&home, ctx.join("home")).unwrap();
         let print = |ignore: &str| {
             fs::write(ctx.join(".dockerignore"), ignore).unwrap();
-            hash(&ctx, b"FROM x", &[], &[]).unwrap().1
+            hash(&ctx, b"FROM x", &[], &[], &root).unwrap().1
         };
         let p = print("");
         assert!(p.reaches(&ctx.join(".cache")));

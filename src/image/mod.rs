@@ -85,7 +85,16 @@ pub fn tree(builds: &[ImageBuild], root: &Path, build_output: &Path) -> Tree {
 
 /// The bake file of `builds` (sorted by target) in `build_output`.
 pub fn bake_file(builds: &[ImageBuild], root: &Path, build_output: &Path) -> Vec<u8> {
-    bake::render(builds, &load::display_name(root, build_output)).into_bytes()
+    let dockerfiles: Vec<String> = builds
+        .iter()
+        .map(|b| bake::dockerfile_from_context(root, &b.context, build_output, &b.path))
+        .collect();
+    bake::render(
+        builds,
+        &load::display_name(root, build_output),
+        &dockerfiles,
+    )
+    .into_bytes()
 }
 
 /// [`prepare`]'s builds, sorted by target, and the prints of the contexts
@@ -119,6 +128,7 @@ pub fn builds(
         ]);
     }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
+    let top = crate::load::project::repository_top(root);
     let template = dockerfile::Template::new(dockerfile::TEMPLATE, template);
     let tb_template = library
         .template(dockerfile::TENSORBOARD_TEMPLATE)
@@ -154,16 +164,19 @@ pub fn builds(
                 .chain(&b.requirements)
                 .cloned()
                 .collect();
-            let (hash, print) = context::hash(&b.context, neutral.as_bytes(), &probes, generated)
-                .map_err(|e| {
-                fail(
-                    e,
-                    format!(
-                        "check `spec.build` in {}, and the context's .dockerignore",
-                        job.source
-                    ),
-                )
-            })?;
+            let (hash, print) =
+                context::hash(&b.context, neutral.as_bytes(), &probes, generated, &top).map_err(
+                    |e| {
+                        fail(
+                            e,
+                            format!(
+                                "check `spec.build` in {}, and the context's .dockerignore: leave data and anything outside the repository out of the context",
+                                job.source
+                            ),
+                        )
+                        .at(b.at.clone())
+                    },
+                )?;
             let build = ImageBuild {
                 target: format!("{}-{}", job.namespace, job.name),
                 source: job.source.clone(),

@@ -225,6 +225,16 @@ impl Project {
         load::shown_dir_in(&self.root, &self.cwd, dir)
     }
 
+    /// The top of the repository the project lies in: the nearest
+    /// directory at or above the project root that holds `.git` (a
+    /// directory, or the file of a worktree or submodule), else the project
+    /// root. Directories the repository's content names (`output`,
+    /// `buildOutput`, build contexts) must resolve inside it; only the
+    /// command line may point elsewhere.
+    pub fn top(&self) -> PathBuf {
+        repository_top(&self.root)
+    }
+
     /// Whether the project file was found above the working directory,
     /// rather than in it or by `--project`.
     pub fn found_above(&self) -> bool {
@@ -251,6 +261,14 @@ pub fn find(cwd: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// [`Project::top`] for a project rooted at `root`.
+pub fn repository_top(root: &Path) -> PathBuf {
+    root.ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(root)
+        .to_path_buf()
 }
 
 /// The `resources` at `pointer` in the project file.

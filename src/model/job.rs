@@ -233,6 +233,9 @@ pub struct BuildInputs {
     pub base_image: String,
     pub python: String,
     pub workdir: String,
+    /// Where the definition sets `build.context`, for errors found while
+    /// hashing it.
+    pub at: Option<crate::source::Location>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -621,6 +624,7 @@ pub fn resolve(
             }),
             python: preset.python.clone(),
             workdir: preset.workdir.clone(),
+            at: None,
         }
     });
     let default_command = build

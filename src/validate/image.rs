@@ -84,6 +84,14 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
         );
         return;
     }
+    if let Some(why) = outside_repository(&build.context, &context, vcx.top) {
+        cx.error(
+            "/spec/build/context",
+            why,
+            "a build context is sent whole to the image builder (`COPY . .`): it must lie inside the repository (the directory holding `.git`, else the project root), also through symlinks",
+        );
+        return;
+    }
     unsettled(cx, &build.context, &context, vcx);
     for (field, value) in [
         ("entrypoint", Some(&build.entrypoint)),
@@ -111,6 +119,26 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
             );
         }
     }
+}
+
+/// Why the build context `context` (as `written`) lies outside the
+/// repository `top`, as it resolves: a committed symlink to
+/// `~/.docker` would otherwise ship the runner's files in the image.
+fn outside_repository(written: &str, context: &Path, top: &Path) -> Option<String> {
+    let real = context.canonicalize().ok()?;
+    let top = top.canonicalize().unwrap_or_else(|_| top.to_path_buf());
+    if real.starts_with(&top) {
+        return None;
+    }
+    let lexical = crate::resources::clean(context);
+    Some(if lexical.starts_with(&top) {
+        format!(
+            "build context `{written}` resolves to `{}`, outside the repository",
+            crate::emit::comment_safe(&real.to_string_lossy())
+        )
+    } else {
+        format!("build context `{written}` lies outside the repository")
+    })
 }
 
 /// A context that holds `.git` or a directory trainc writes would give the

@@ -32,6 +32,9 @@ pub struct Context<'a> {
     pub library: &'a Library,
     /// The project root: document names are relative to it.
     pub root: &'a Path,
+    /// The top of the repository ([`crate::load::project::Project::top`]):
+    /// build contexts must resolve inside it.
+    pub top: &'a Path,
     /// The directories trainc writes, with what each is: no build context
     /// may include them.
     pub generated: &'a [(&'a Path, String)],
@@ -118,7 +121,11 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
     let resolved = crate::par::map(&valid, |(doc, v)| {
         // `check` has made sure the preset exists.
         let preset = cx.library.preset(v.def.framework_name())?;
-        let job = job::resolve(&v.def, defaults, &doc.file.name, cx.root, preset);
+        let mut job = job::resolve(&v.def, defaults, &doc.file.name, cx.root, preset);
+        if let Some(b) = &mut job.build {
+            // Hashing the context finds what validation cannot (its size).
+            b.at = doc.locate("/spec/build/context");
+        }
         // Patches are checked by applying them to the pod templates, which
         // only a resolved job has.
         let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) = patches::applied(doc, &job)
@@ -321,6 +328,7 @@ mod tests {
             defaults,
             library,
             root: Path::new("/project"),
+            top: Path::new("/project"),
             generated: &[],
         }
     }
