@@ -239,7 +239,7 @@ pub struct FieldChange {
 }
 
 impl Entry {
-    /// `Job ml/mnist-worker-0`, or `PersistentVolume ml-mnist-data`.
+    /// `Job ml/mnist-worker-0`, or `PersistentVolume ml.mnist.data`.
     pub fn resource(&self) -> String {
         match &self.namespace {
             Some(ns) => format!("{} {ns}/{}", self.kind, self.name),

@@ -314,6 +314,7 @@ mod tests {
             build_output: root.join("p/build"),
             library: None,
             resources: Vec::new(),
+            cluster: None,
             variants: Vec::new(),
             defaults: Default::default(),
             text: None,

@@ -60,7 +60,17 @@ pub fn claim(job: &str, volume: &str) -> String {
     format!("{job}-{volume}")
 }
 
-/// PersistentVolumes are cluster-scoped, so their name carries the namespace.
+/// PersistentVolumes are cluster-scoped, so their name carries the
+/// namespace: `<namespace>.<job>.<volume>`. Dots, which no DNS label holds,
+/// keep it unambiguous: with `-`, namespace `ml-team`'s job `x` and
+/// namespace `ml`'s job `team-x` would write one PersistentVolume, and two
+/// GitOps applications would fight over it.
 pub fn volume(namespace: &str, job: &str, volume: &str) -> String {
+    format!("{namespace}.{job}.{volume}")
+}
+
+/// The file stem of [`volume`]'s PersistentVolume, in the job's own
+/// directory: `persistentvolume-<namespace>-<job>-<volume>.yaml`.
+pub fn volume_file(namespace: &str, job: &str, volume: &str) -> String {
     format!("{namespace}-{job}-{volume}")
 }

@@ -640,7 +640,7 @@ fn compile_sets(
     let all = scope != Scope::Some;
     let mut which: Vec<Option<&Variant>> = vec![None];
     which.extend(sets.iter().filter_map(|s| s.variant).map(Some));
-    let (resolved, warnings, summaries) =
+    let (resolved, mut warnings, summaries) =
         resolve_parts(project, library, &sources, &docs, &which, scope)?;
     // Resolved, the documents are read no more: freed before the jobs are
     // rendered, they are not in a large build's peak memory. Their trees
@@ -707,7 +707,10 @@ fn compile_sets(
         let out = set.build_output.unwrap_or(&project.build_output);
         let extra = if all {
             match extra_resources(project, set.output, out, set.resources, &jobs) {
-                Ok(extra) => extra,
+                Ok(listed) => {
+                    warnings.extend(listed.warnings);
+                    listed.entries
+                }
                 Err(d) => {
                     diags.extend(d);
                     continue;
@@ -735,6 +738,18 @@ fn compile_sets(
             extra,
             jobs: jobs.len(),
         });
+    }
+    if all && diags.is_empty() {
+        let jobs: Vec<Vec<&Summary>> = (0..sets.len())
+            .map(|i| {
+                parts
+                    .iter()
+                    .filter(|p| p.set == Some(i))
+                    .flat_map(|p| &p.summaries)
+                    .collect()
+            })
+            .collect();
+        diags.extend(shared_jobs(project, sets, &jobs));
     }
     if !diags.is_empty() {
         diagnostic::normalize(&mut diags);
@@ -836,6 +851,74 @@ fn prepare(
     })
 }
 
+/// Jobs that two outputs synced to one cluster would both run. A job is
+/// its namespace and name in a cluster: its TensorBoard, claims and
+/// PersistentVolumes are named after it, its pods selected by it, and a
+/// variant that changes nothing of a run writes the same Jobs. Two GitOps
+/// applications syncing both outputs would fight over them. Each set's
+/// jobs come as [`Summary`]s; `sets` are in the same order. One finding per
+/// pair of outputs, located at the later one's `output` in the project
+/// file, with the earlier one's.
+pub fn shared_jobs(project: &Project, sets: &[Set], jobs: &[Vec<&Summary>]) -> Vec<Diagnostic> {
+    let cluster = |s: &Set| -> Option<String> {
+        s.variant
+            .and_then(|v| v.cluster.clone())
+            .or_else(|| project.cluster.clone())
+    };
+    let key = |s: &Set| match s.variant {
+        Some(v) => v.pointer("output"),
+        None => "/output".to_owned(),
+    };
+    let what = |s: &Set| match s.variant {
+        Some(v) => format!("variant `{}`", v.name),
+        None => "the project's output".to_owned(),
+    };
+    let mut found = Vec::new();
+    for (j, later) in sets.iter().enumerate() {
+        for (i, earlier) in sets.iter().enumerate().take(j) {
+            if cluster(earlier) != cluster(later) {
+                continue;
+            }
+            let first: std::collections::HashSet<(&str, &str)> = jobs[i]
+                .iter()
+                .map(|s| (s.namespace.as_str(), s.name.as_str()))
+                .collect();
+            let both: Vec<&Summary> = jobs[j]
+                .iter()
+                .copied()
+                .filter(|s| first.contains(&(s.namespace.as_str(), s.name.as_str())))
+                .collect();
+            let Some(job) = both.first() else {
+                continue;
+            };
+            let more = match both.len() - 1 {
+                0 => String::new(),
+                1 => " (and 1 more job)".to_owned(),
+                n => format!(" (and {n} more jobs)"),
+            };
+            let doc = project.doc.as_ref();
+            let mut d = Diagnostic::new(format!(
+                "job `{}/{}` from {}{more} is built into {} and into {}, which are synced to one cluster: two GitOps applications would fight over the objects named after it",
+                job.namespace,
+                job.name,
+                job.source,
+                what(earlier),
+                what(later),
+            ))
+            .at(doc.and_then(|d| d.locate_key(&key(later))))
+            .hint(format!(
+                "move the jobs of {} to another namespace (a patch of `metadata.namespace`); or, when its output is synced to another cluster, say which: `cluster: <name>` in the project file",
+                what(later)
+            ));
+            if let Some(at) = doc.and_then(|d| d.locate_key(&key(earlier))) {
+                d = d.related(format!("{}'s directory", what(earlier)), at);
+            }
+            found.push(d);
+        }
+    }
+    found
+}
+
 /// A variant without a build directory of its own whose patches change
 /// what an image is built from: nothing would build the image its
 /// manifests name.
@@ -876,7 +959,7 @@ pub fn extra_resources(
     build_output: &Path,
     resources: &[Resource],
     jobs: &[Job],
-) -> Result<Vec<String>, Vec<Diagnostic>> {
+) -> Result<crate::resources::Listed, Vec<Diagnostic>> {
     let namespaces = jobs.iter().map(|j| j.namespace.as_str()).collect();
     extra_resources_in(project, output, build_output, resources, &namespaces)
 }
@@ -888,9 +971,9 @@ pub fn extra_resources_in(
     build_output: &Path,
     resources: &[Resource],
     namespaces: &std::collections::BTreeSet<&str>,
-) -> Result<Vec<String>, Vec<Diagnostic>> {
+) -> Result<crate::resources::Listed, Vec<Diagnostic>> {
     if resources.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Default::default());
     }
     let mut others: Vec<(&Path, String)> = project
         .written_dirs()

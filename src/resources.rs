@@ -16,6 +16,8 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
+mod audit;
+
 use crate::diagnostic::Diagnostic;
 use crate::emit;
 use crate::guard::real;
@@ -85,6 +87,13 @@ pub fn print(path: &Path) -> Vec<u8> {
             {
                 out.extend(k.as_os_str().as_encoded_bytes());
                 out.push(if generated(&k) { b'g' } else { b'u' });
+                // What the audit reads decides its warnings.
+                for (file, bytes) in audit::audit(path, "", &[]).read {
+                    out.extend(file.as_os_str().as_encoded_bytes());
+                    out.push(0);
+                    out.extend((bytes.len() as u64).to_le_bytes());
+                    out.extend(bytes);
+                }
             }
         }
         Ok(m) if m.is_file() => out.extend([b'f', if generated(path) { b'g' } else { b'u' }]),
@@ -122,18 +131,28 @@ fn generated(path: &Path) -> bool {
     emit::is_generated(&head)
 }
 
+/// What the root kustomization lists besides the jobs, and the warnings
+/// about what listing it trusts (see [`audit`]).
+#[derive(Debug, Default)]
+pub struct Listed {
+    /// Relative to the output directory, sorted, without duplicates.
+    pub entries: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
+}
+
 /// The entries of the root kustomization for `list`, relative to `output`,
-/// sorted and without duplicates; or every reason one cannot be listed,
-/// located in the project file. `namespaces` are those trainc generates in
-/// `output`; `others` every other directory trainc writes for the project
-/// (build directories, other output directories).
+/// sorted and without duplicates, with the warnings of [`audit`]; or every
+/// reason one cannot be listed, located in the project file. `namespaces`
+/// are those trainc generates in `output`; `others` every other directory
+/// trainc writes for the project (build directories, other output
+/// directories).
 pub fn entries(
     project: &Project,
     list: &[Resource],
     output: &Path,
     namespaces: &BTreeSet<&str>,
     others: &[(&Path, &str)],
-) -> Result<Vec<String>, Vec<Diagnostic>> {
+) -> Result<Listed, Vec<Diagnostic>> {
     let out_clean = clean(output);
     let out_real = real(output);
     let out_shown = project.shown_dir(output);
@@ -147,7 +166,9 @@ pub fn entries(
         read.push((real(l), project.shown(l), "library files"));
     }
     let mut found = Vec::new();
+    let mut warnings = Vec::new();
     let mut entries = BTreeSet::new();
+    let trainc = trainc_dirs(&out_real, &out_shown, namespaces, others, project);
     for r in list {
         let at = project.doc.as_ref().and_then(|d| d.locate(&r.pointer));
         let path = project
@@ -260,7 +281,16 @@ pub fn entries(
                     format!("`{written}` holds a kustomization.yaml trainc generated"),
                     "list only files and directories of your own; trainc prunes what it generated",
                 )),
-                Some(_) => None,
+                Some(_) => {
+                    let audit = audit::audit(&lexical, written, &trainc);
+                    warnings.extend(audit.reasons.into_iter().map(|why| {
+                        Diagnostic::warning(why)
+                            .path(path.clone())
+                            .at(at.clone())
+                            .hint("Kustomize runs a listed directory's kustomization.yaml over everything it includes: keep it to files of your own, or review it as you would code (docs/output.md); `--deny-warnings` makes this an error")
+                    }));
+                    None
+                }
             }
         } else if !meta.is_file() {
             Some((
@@ -295,10 +325,42 @@ pub fn entries(
         }
     }
     if found.is_empty() {
-        Ok(entries.into_iter().collect())
+        Ok(Listed {
+            entries: entries.into_iter().collect(),
+            warnings,
+        })
     } else {
         Err(found)
     }
+}
+
+/// What trainc writes, resolved, with how [`audit`] names it: the output
+/// directory's namespace directories and root kustomization, and every
+/// other directory trainc writes for the project.
+fn trainc_dirs(
+    out_real: &Path,
+    out_shown: &str,
+    namespaces: &BTreeSet<&str>,
+    others: &[(&Path, &str)],
+    project: &Project,
+) -> Vec<(PathBuf, String)> {
+    let mut dirs: Vec<(PathBuf, String)> = namespaces
+        .iter()
+        .map(|ns| {
+            (
+                out_real.join(ns),
+                format!("trainc's output for namespace `{ns}` (`{out_shown}/{ns}`)"),
+            )
+        })
+        .collect();
+    dirs.push((
+        out_real.join(emit::KUSTOMIZATION),
+        format!("trainc's root kustomization (`{out_shown}`)"),
+    ));
+    for (d, what) in others {
+        dirs.push((real(d), format!("the {what} `{}`", project.shown_dir(d))));
+    }
+    dirs
 }
 
 /// Hidden files and these are not reported as unlisted: they are no

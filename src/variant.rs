@@ -26,6 +26,8 @@ pub struct Variant {
     pub output: PathBuf,
     /// Where its build specs go; `None`: it builds no image of its own.
     pub build_output: Option<PathBuf>,
+    /// The cluster its output is synced to; `None`: the project's.
+    pub cluster: Option<String>,
     pub resources: Vec<Resource>,
     pub patches: Vec<Patch>,
 }
@@ -143,6 +145,7 @@ mod tests {
             name: "cpu".into(),
             output: PathBuf::from("deploy-cpu"),
             build_output: None,
+            cluster: None,
             resources: Vec::new(),
             patches: vec![Patch {
                 job: None,

@@ -389,3 +389,52 @@ fn resources_are_checked_as_kustomize_reads_them() {
     let root = fs::read_to_string(project.join("cluster/kustomization.yaml")).expect("read");
     assert!(root.contains("\n- ../platform\n"), "{root}");
 }
+
+/// A listed directory is trusted as Kustomize runs it: a kustomization
+/// that includes trainc's output, names a remote base, or generates or
+/// patches objects is warned about, located at its `resources` entry, on
+/// every build (cached or not); one that lists files of its own is not.
+#[test]
+fn listed_kustomizations_that_do_more_than_list_are_warned_about() {
+    let dir = resources_outside();
+    let kustomization = dir.path().join("platform/kustomization.yaml");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "a plain list of files");
+    fs::create_dir_all(dir.path().join("platform/team")).expect("mkdir");
+    fs::write(
+        dir.path().join("platform/team/kustomization.yaml"),
+        "resources:\n- ../../cluster/ml\n- github.com/org/repo//base?ref=v1\n",
+    )
+    .expect("write");
+    fs::write(
+        &kustomization,
+        "resources: [quota.yaml, team]\npatches:\n- path: privileged.yaml\nnamespace: kube-system\n",
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "warnings only: {}", stderr(&o));
+    let err = stderr(&o);
+    for why in [
+        "warning: resources[0]: `platform/kustomization.yaml` uses `patches`, which makes or changes objects in ways its files do not show\n  --> trainc.yaml:10:5",
+        "warning: resources[0]: `platform/team/kustomization.yaml` includes `../../cluster/ml`, which holds trainc's output for namespace `ml` (`cluster/ml`): it can rename, move or patch trainc's objects\n",
+        "warning: resources[0]: `platform/team/kustomization.yaml` names the remote base `github.com/org/repo//base?ref=v1`, which Argo CD and Flux fetch when they sync; nothing in the repository shows what it holds\n",
+    ] {
+        assert!(err.contains(why), "{why}\n---\n{err}");
+    }
+    assert!(
+        err.contains("`--deny-warnings` makes this an error"),
+        "{err}"
+    );
+    // The cache does not hide them, and an edit of a nested kustomization
+    // is seen.
+    let o = run(dir.path(), &["build"]);
+    assert_eq!(stderr(&o).matches("warning: ").count(), 3, "{}", stderr(&o));
+    fs::write(
+        dir.path().join("platform/team/kustomization.yaml"),
+        "resources: []\n",
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert_eq!(stderr(&o).matches("warning: ").count(), 1, "{}", stderr(&o));
+}

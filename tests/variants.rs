@@ -281,3 +281,88 @@ fn a_variant_runs_locally() {
         stderr(&o)
     );
 }
+
+/// Outputs synced to one cluster may not build the same job: two GitOps
+/// applications would fight over its objects. Refused with both places in
+/// the project file, cached or not; a variant that names another cluster
+/// (or moves its jobs to another namespace) is fine.
+#[test]
+fn outputs_of_one_cluster_build_each_job_once() {
+    let dir = scratch_example("variants");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    edit_project(dir.path(), "    cluster: cpu\n", "");
+    let before = trees(dir.path());
+    for args in [
+        &["build"][..],
+        &["build", "--no-cache"],
+        &["build", "--check"],
+        &["diff"],
+    ] {
+        let o = run(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with(
+                "error: job `ml/mnist` from jobs/mnist.yaml (and 1 more job) is built into the project's output and into variant `cpu`, which are synced to one cluster: two GitOps applications would fight over the objects named after it\n  --> trainc.yaml:"
+            ),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("the project's output's directory"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("`cluster: <name>`"), "{}", stderr(&o));
+        assert_eq!(trees(dir.path()), before, "{args:?}: nothing written");
+    }
+    // The top-level `cluster` is shared by variants without their own.
+    edit_project(
+        dir.path(),
+        "output: deploy\n",
+        "output: deploy\ncluster: gpu\n",
+    );
+    let o = run(dir.path(), &["build"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    edit_project(
+        dir.path(),
+        "buildOutput: build-cpu\n",
+        "buildOutput: build-cpu\n    cluster: cpu\n",
+    );
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A PersistentVolume is cluster-scoped: its name keeps namespace, job and
+/// volume apart with dots, so namespace `ml-team`'s job `x` and namespace
+/// `ml`'s job `team-x` write two volumes, not one.
+#[test]
+fn persistent_volume_names_are_unambiguous() {
+    let dir = scratch_example("mnist");
+    let def = dir.path().join("jobs/mnist.yaml");
+    let text = fs::read_to_string(&def).expect("read");
+    let mut names = Vec::new();
+    for (ns, job) in [("ml-team", "x"), ("ml", "team-x")] {
+        fs::write(
+            &def,
+            text.replace(
+                "  name: mnist\n  namespace: ml\n",
+                &format!("  name: {job}\n  namespace: {ns}\n"),
+            ),
+        )
+        .expect("write");
+        let o = run(dir.path(), &["build", "-o", "out"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let pv = fs::read_to_string(dir.path().join(format!(
+            "out/{ns}/{job}/persistentvolume-{ns}-{job}-data.yaml"
+        )))
+        .expect("pv");
+        let name = pv
+            .lines()
+            .find_map(|l| l.strip_prefix("  name: "))
+            .expect("name")
+            .to_owned();
+        names.push(name);
+    }
+    assert_eq!(names, ["ml-team.x.data", "ml.team-x.data"]);
+}

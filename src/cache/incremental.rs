@@ -711,8 +711,15 @@ fn extra_of(
     namespaces: &BTreeSet<&str>,
 ) -> Result<Vec<String>, String> {
     let build_output = set.build_output.unwrap_or(&project.build_output);
-    pipeline::extra_resources_in(project, set.output, build_output, set.resources, namespaces)
-        .map_err(|_| "the project's resources have findings; the build will report them".into())
+    let findings = || "the project's resources have findings; the build will report them".into();
+    let listed =
+        pipeline::extra_resources_in(project, set.output, build_output, set.resources, namespaces)
+            .map_err(|_| findings())?;
+    if listed.warnings.is_empty() {
+        Ok(listed.entries)
+    } else {
+        Err(findings())
+    }
 }
 
 /// The snapshot the last build took of `dir`, taken out of `outputs`.
@@ -1287,6 +1294,20 @@ fn across_files(
                 "variant `{}` uses images the project's build specs do not build; the build will report it",
                 v.name
             ));
+        }
+    }
+    if sets.len() > 1 {
+        let jobs = (0..sets.len())
+            .map(|i| {
+                let k = part_of(compiled, i)?;
+                Ok(all.iter().flat_map(|r| &r.parts[k].docs).collect())
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if !pipeline::shared_jobs(project, sets, &jobs).is_empty() {
+            return Err(
+                "two outputs synced to one cluster build the same job; the build will report it"
+                    .into(),
+            );
         }
     }
     Ok(())

@@ -986,6 +986,7 @@ mod tests {
             build_output: root.join("build"),
             library: None,
             resources: Vec::new(),
+            cluster: None,
             variants: Vec::new(),
             defaults: Default::default(),
             text: None,

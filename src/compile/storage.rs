@@ -211,7 +211,8 @@ fn persistent_volume(
         spec: Some(spec),
         ..PersistentVolume::default()
     };
-    Manifest::new(pv, &pv_name, &pv_name, false, &job.namespace)
+    let stem = names::volume_file(&job.namespace, &job.name, &v.name);
+    Manifest::new(pv, &pv_name, &stem, false, &job.namespace)
 }
 
 fn claim(job: &Job, name: &str, spec: PersistentVolumeClaimSpec) -> Manifest {

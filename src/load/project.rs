@@ -33,6 +33,9 @@ pub struct Project {
     pub library: Option<PathBuf>,
     /// What the root kustomization of `output` lists besides the jobs.
     pub resources: Vec<Resource>,
+    /// The cluster `output` is synced to, when the project file says; a
+    /// variant without a `cluster` of its own shares it.
+    pub cluster: Option<String>,
     /// The variants of the definitions, in name order.
     pub variants: Vec<Variant>,
     pub defaults: Defaults,
@@ -60,6 +63,7 @@ impl Project {
                 build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
                 library: None,
                 resources: Vec::new(),
+                cluster: None,
                 variants: Vec::new(),
                 defaults: Defaults::default(),
                 text: None,
@@ -119,6 +123,7 @@ impl Project {
                 Variant {
                     output: root.join(&v.output),
                     build_output: v.build_output.as_deref().map(|b| root.join(b)),
+                    cluster: v.cluster,
                     resources: resources_at(&root, &format!("{at}/resources"), &v.resources),
                     patches: v
                         .patches
@@ -148,6 +153,7 @@ impl Project {
             build_output,
             library,
             resources,
+            cluster: pf.cluster,
             defaults: pf.defaults,
             variants,
             text: Some(source.text.clone()),

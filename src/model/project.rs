@@ -16,6 +16,8 @@ pub struct ProjectFile {
     pub sources: Option<Vec<String>>,
     pub output: Option<String>,
     pub build_output: Option<String>,
+    /// The cluster `output` is synced to (see [`VariantFile::cluster`]).
+    pub cluster: Option<String>,
     pub library: Option<String>,
     /// Files and directories of the user's own that the root
     /// kustomization lists beside trainc's jobs.
@@ -35,6 +37,9 @@ pub struct ProjectFile {
 pub struct VariantFile {
     pub output: String,
     pub build_output: Option<String>,
+    /// The cluster the variant's output is synced to: outputs of different
+    /// clusters may generate the same objects; outputs of one may not.
+    pub cluster: Option<String>,
     #[serde(default)]
     pub resources: Vec<String>,
     #[serde(default)]
