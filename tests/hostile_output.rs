@@ -600,3 +600,58 @@ fn large_files_in_the_output_are_read_no_further_than_needed() {
     );
     assert_eq!(fs::metadata(&target).expect("kept").len(), 2 << 30);
 }
+
+/// `trainc init` in a repository that holds symlinks where the starter's
+/// files go: refused by name, dangling or not, with `--force` too, and
+/// nothing written, neither in the directory nor where the links point.
+#[test]
+fn init_writes_through_no_symlink() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("p");
+    fs::create_dir(&project).expect("mkdir");
+    let dangling = outside.path().join("created.yaml");
+    std::os::unix::fs::symlink(&dangling, project.join("trainc.yaml")).expect("symlink");
+    for args in [&["init"][..], &["init", "--force"]] {
+        let o = run(&project, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).starts_with(
+                "error: trainc.yaml is a symlink; trainc never writes through symlinks\n"
+            ),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!dangling.exists() && fs::symlink_metadata(&dangling).is_err());
+        let left: Vec<_> = fs::read_dir(&project).expect("read").collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    // A link to a file that exists, and one to a directory on the way:
+    // `--force` replaces neither, nor writes where they point.
+    fs::remove_file(project.join("trainc.yaml")).expect("rm");
+    fs::write(outside.path().join("victim.txt"), "mine").expect("write");
+    fs::create_dir(project.join("jobs")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        outside.path().join("victim.txt"),
+        project.join("jobs/mnist.yaml"),
+    )
+    .expect("symlink");
+    std::os::unix::fs::symlink(outside.path(), project.join("train")).expect("symlink");
+    let o = run(&project, &["init", "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    for rel in ["jobs/mnist.yaml", "train"] {
+        assert!(
+            stderr(&o).contains(&format!(
+                "error: {rel} is a symlink; trainc never writes through symlinks\n"
+            )),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        read_tree(outside.path()),
+        BTreeMap::from([("victim.txt".to_owned(), b"mine".to_vec())])
+    );
+    assert!(!project.join("trainc.yaml").exists());
+}

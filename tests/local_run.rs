@@ -579,3 +579,62 @@ fn referenced_variables_come_from_trainc_s_environment_or_are_named_unset() {
         );
     }
 }
+
+/// Without `--workdir`, the work directory is made anew in `$TMPDIR`, mode
+/// 0700, under a name nobody can guess. What another user may have left at
+/// the old name, `trainc-run-<namespace>-<job>-<pid>` (a symlink to
+/// elsewhere, a directory of theirs holding one), is neither used nor
+/// written through. The name is planted before trainc starts: `exec` keeps
+/// the shell's pid.
+#[test]
+fn the_default_work_directory_is_new_and_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    script_job(dir.path(), "echo done > \"$1\"", "exit 0");
+    let tmp = dir.path().join("tmp");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let old = "\"$TMPDIR/trainc-run-ml-scripts-$$\"";
+    for plant in [
+        format!("ln -s \"$ELSEWHERE\" {old}"),
+        format!(
+            "mkdir -m 777 {old} && ln -s \"$ELSEWHERE\" {old}/volumes && ln -s \"$ELSEWHERE\" {old}/cluster-spec"
+        ),
+    ] {
+        let o = Command::new("sh")
+            .current_dir(dir.path())
+            .arg("-c")
+            .arg(format!(
+                "{plant} && exec \"$TRAINC\" run --local jobs/scripts.yaml --format json"
+            ))
+            .env("TMPDIR", &tmp)
+            .env("ELSEWHERE", &elsewhere)
+            .env("TRAINC", env!("CARGO_BIN_EXE_trainc"))
+            .output()
+            .expect("sh runs");
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(0), "{plant}\n{out}\n{err}");
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).expect("read").count(),
+            0,
+            "written through: {plant}"
+        );
+        let summary: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        let work = Path::new(summary["workdir"].as_str().expect("workdir"));
+        let name = work.file_name().expect("name").to_string_lossy();
+        assert_eq!(work.parent(), Some(tmp.as_path()), "{out}");
+        let suffix = name.strip_prefix("trainc-run-ml-scripts-").expect("prefix");
+        assert!(
+            suffix.len() == 6 && suffix.chars().all(|c| c.is_ascii_alphanumeric()),
+            "{name}"
+        );
+        let meta = std::fs::symlink_metadata(work).expect("kept after the run");
+        assert!(meta.is_dir());
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o700, "{name}");
+        assert_eq!(
+            std::fs::read_to_string(work.join("volumes/data/out")).expect("written"),
+            "done\n"
+        );
+    }
+}

@@ -176,7 +176,7 @@ pub const INIT: Page = Page {
         ("0", "written"),
         (
             "2",
-            "a file exists (without --force), the starter would be invalid, a file cannot be written, or a usage error",
+            "a file exists (without --force), a path is a symlink, the starter would be invalid, a file cannot be written, or a usage error",
         ),
     ],
 };

@@ -15,7 +15,7 @@ pub(super) fn init(
     format: SummaryFormat,
 ) -> Result<Status, Failure> {
     let dir = cwd.join(dir);
-    let written = crate::init::init(&dir, starter, force).map_err(fail(format.findings()))?;
+    let written = crate::init::init(cwd, &dir, starter, force).map_err(fail(format.findings()))?;
     let files: Vec<String> = written
         .iter()
         .map(|f| crate::load::display_name(cwd, &dir.join(f)))

@@ -165,6 +165,9 @@ pub enum Command {
         stat: bool,
     },
     /// Run every task of one job as local processes, as the cluster would.
+    ///
+    /// The tasks run the definition's commands on this machine, as you:
+    /// run only definitions you trust.
     #[command(after_help = help::RUN.after_help())]
     Run(RunArgs),
     /// Print the JSON Schema of the definition (or of the project file).
@@ -194,7 +197,8 @@ pub enum Command {
         /// with a chief) or `pytorch` (DDP on two nodes).
         #[arg(long, default_value = "tensorflow", value_parser = crate::init::parse_framework)]
         framework: crate::model::definition::Framework,
-        /// Overwrite existing files.
+        /// Overwrite existing files (never a symlink: that is refused even
+        /// so).
         #[arg(long)]
         force: bool,
         #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
@@ -235,8 +239,8 @@ pub struct RunArgs {
     /// directory or a parent, up to the top of the git repository].
     #[arg(long, value_name = "FILE")]
     project: Option<PathBuf>,
-    /// Directory standing in for the job's volumes [default: a new
-    /// directory under the system's temporary directory].
+    /// Directory standing in for the job's volumes [default: a new private
+    /// directory (mode 0700) under the system's temporary directory].
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Python interpreter for `python` commands.

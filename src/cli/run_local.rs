@@ -51,15 +51,6 @@ pub(super) fn run_local(
         .unwrap_or(&project.build_output);
     pipeline::images(&project, &mut jobs, build_output).map_err(&fail)?;
     let mut job = pick(jobs, job.as_deref()).map_err(|d| fail(vec![d]))?;
-    let workdir = match workdir {
-        Some(w) => cwd.join(w),
-        None => std::env::temp_dir().join(format!(
-            "trainc-run-{}-{}-{}",
-            job.namespace,
-            job.name,
-            std::process::id()
-        )),
-    };
     // Tasks run in the work directory: a relative interpreter path
     // means the one relative to here.
     let python = if python.components().count() > 1 {
@@ -67,13 +58,8 @@ pub(super) fn run_local(
     } else {
         python
     };
-    let opts = crate::run::Options {
-        workdir: workdir.clone(),
-        python,
-        set,
-        replicas,
-    };
-    crate::run::apply_overrides(&mut job, &opts).map_err(|d| fail(vec![d]))?;
+    let overrides = crate::run::Overrides { set, replicas };
+    crate::run::apply_overrides(&mut job, &overrides).map_err(|d| fail(vec![d]))?;
     // With `--format json` stdout holds the summary alone: the rest is for
     // people, on stderr.
     let mut say = |line: &str| {
@@ -84,9 +70,18 @@ pub(super) fn run_local(
         };
     };
     if crate::run::uses_python(&job) {
-        say(&crate::run::preflight_status(&opts.python, &job));
-        crate::run::preflight(&opts.python, &job).map_err(|d| fail(vec![d]))?;
+        say(&crate::run::preflight_status(&python, &job));
+        crate::run::preflight(&python, &job).map_err(|d| fail(vec![d]))?;
     }
+    // Made only now, so that a failed check leaves no directory behind.
+    let workdir = match workdir {
+        Some(w) => cwd.join(w),
+        None => crate::run::fresh_workdir(&job).map_err(|d| fail(vec![d]))?,
+    };
+    let opts = crate::run::Options {
+        workdir: workdir.clone(),
+        python,
+    };
     let tasks = crate::run::tasks(&job, &opts).map_err(|d| fail(vec![d]))?;
     let gpus: u32 = job.roles.iter().map(|r| r.gpu).sum();
     say(&format!(

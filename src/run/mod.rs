@@ -39,21 +39,52 @@ pub struct Task {
     pub listens: Option<u16>,
 }
 
-/// What the user chose for the local run.
+/// Where and with what the tasks run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Where mount paths point; created if missing.
+    /// Where mount paths point: `--workdir` (created if missing), else
+    /// [`fresh_workdir`].
     pub workdir: PathBuf,
     /// The interpreter for `python` commands.
     pub python: PathBuf,
+}
+
+/// What the user changed in the job for the local run.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
     /// `--set name=value`: hyperparameters to override or add.
     pub set: Vec<(String, String)>,
     /// `--replicas role=n`.
     pub replicas: Vec<(RoleKind, u32)>,
 }
 
+/// A work directory of this run's own, for when `--workdir` is not given:
+/// `trainc-run-<namespace>-<job>-XXXXXX` in the system's temporary
+/// directory, made anew with a random suffix and mode 0700. Never one that
+/// exists: in a directory everyone can write, a name anyone can guess could
+/// already be another user's directory, or a symlink to elsewhere that the
+/// tasks would write through. Kept after the run, for the user to inspect.
+pub fn fresh_workdir(job: &Job) -> Result<PathBuf, Diagnostic> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let base = std::env::temp_dir();
+    tempfile::Builder::new()
+        .prefix(&format!("trainc-run-{}-{}-", job.namespace, job.name))
+        // `mkdir` with this mode fails on any existing entry, a symlink
+        // included; the umask can only narrow it.
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(&base)
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| {
+            Diagnostic::new(format!(
+                "cannot create a work directory in {}: {e}",
+                base.display()
+            ))
+            .hint("set TMPDIR to a directory you can write, or pass `--workdir DIR`")
+        })
+}
+
 /// Applies the overrides to the job, in place.
-pub fn apply_overrides(job: &mut Job, opts: &Options) -> Result<(), Diagnostic> {
+pub fn apply_overrides(job: &mut Job, opts: &Overrides) -> Result<(), Diagnostic> {
     use crate::limits::MAX_REPLICAS;
     use crate::load::MAX_STRING_BYTES;
     // The definition's limits: a flag is no way around them.
