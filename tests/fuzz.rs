@@ -110,6 +110,64 @@ const FILE_NAMES: &[&str] = &[
     "jobs/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.yaml",
 ];
 
+/// Directories a project file may name for `output` or `buildOutput`, a
+/// variant's among them: most lead out of the repository, into the other
+/// team's output planted beside every case (see `case::plant`).
+const PLACES: &[&str] = &[
+    "../victim/deploy",
+    "../victim/build",
+    "../victim",
+    "deploy/../../victim/deploy",
+    "..",
+    "/",
+    "out",
+];
+
+/// Patches of the pod template a definition may carry: amplification,
+/// duplicate and ephemeral containers, settings past the scheduler and
+/// the Pod Security profile.
+const POD_PATCHES: &[&str] = &[
+    "    - json: [{op: copy, from: /spec/containers/0, path: /spec/initContainers/-}, {op: copy, from: /spec/initContainers, path: /spec/ephemeralContainers}]",
+    "    - json: [{op: copy, from: /spec/containers/0, path: /spec/containers/-}]",
+    "    - json: [{op: add, path: /spec/ephemeralContainers, value: [{name: x, image: busybox}]}]",
+    "    - json: [{op: add, path: /spec/nodeName, value: node-1}]",
+    "    - strategic: {spec: {hostNetwork: true, dnsPolicy: None}}",
+    "    - strategic: {spec: {containers: [{name: tensorflow, securityContext: {privileged: true}}]}}",
+    "    - strategic: {spec: {containers: [{name: pytorch, image: evil.example.com/x:1}]}}",
+];
+
+/// Merge patches of a variant: another namespace or target, and build
+/// contexts out of the repository.
+const VARIANT_PATCHES: &[&str] = &[
+    "{spec: {roles: {worker: {replicas: 1}}}}",
+    "{metadata: {namespace: kube-system}}",
+    "{spec: {target: jobset}}",
+    "{spec: {build: {context: ../../victim/train}}}",
+    "{spec: {build: {context: /}}}",
+];
+
+/// `text` with the top-level `key` set to `value`: its line replaced, or
+/// one appended.
+fn set_key(text: &str, key: &str, value: &str) -> String {
+    let prefix = format!("{key}:");
+    let mut found = false;
+    let mut out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with(&prefix) {
+                found = true;
+                format!("{key}: {value}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    if !found {
+        out.push(format!("{key}: {value}"));
+    }
+    out.join("\n") + "\n"
+}
+
 fn text(files: &BTreeMap<String, Vec<u8>>, path: &str) -> String {
     String::from_utf8(files.get(path).cloned().unwrap_or_default()).unwrap_or_default()
 }
@@ -304,6 +362,31 @@ impl Corpus {
                     &format!("{at}/ml/stray.yaml"),
                     what.as_bytes().to_vec(),
                 ));
+            }
+            7 | 8 => {
+                // A directory the project file names, mostly outside.
+                let key = *rng.pick(&["output", "buildOutput"]);
+                let text = set_key(&project_text, key, *rng.pick(PLACES));
+                steps.push(Step::write(project, text.into_bytes()));
+            }
+            9 if !project_text.contains("\nvariants:") => {
+                // A variant of its own cluster, maybe writing outside,
+                // with a merge patch.
+                let text = format!(
+                    "{project_text}variants:\n  v:\n    output: {}\n    cluster: v\n    patches:\n      - patch: {}\n",
+                    rng.pick(&["deploy-v", "../victim/deploy", "out-v"]),
+                    rng.pick(VARIANT_PATCHES),
+                );
+                steps.push(Step::write(project, text.into_bytes()));
+            }
+            10 => {
+                // A patch of the pod template.
+                let text = insert_after(
+                    &def_text,
+                    "spec:",
+                    &format!("  patches:\n{}", rng.pick(POD_PATCHES)),
+                );
+                steps.push(Step::write(def, text.into_bytes()));
             }
             _ => {}
         }
@@ -547,6 +630,7 @@ recorded! {
     template_join_of_10_gb_runs_out_of_fuel,
     template_header_line_longer_than_the_sniff,
     output_directory_name_too_long,
+    variant_output_outside_the_repository,
 }
 
 #[test]
