@@ -366,7 +366,8 @@ impl Corpus {
             7 | 8 => {
                 // A directory the project file names, mostly outside.
                 let key = *rng.pick(&["output", "buildOutput"]);
-                let text = set_key(&project_text, key, *rng.pick(PLACES));
+                let place: &&str = rng.pick(PLACES);
+                let text = set_key(&project_text, key, place);
                 steps.push(Step::write(project, text.into_bytes()));
             }
             9 if !project_text.contains("\nvariants:") => {
