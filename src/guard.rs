@@ -278,6 +278,7 @@ mod tests {
             resources: Vec::new(),
             variants: Vec::new(),
             defaults: Default::default(),
+            deny_warnings: false,
             text: None,
             doc: None,
         };
