@@ -317,6 +317,7 @@ mod tests {
             cluster: None,
             variants: Vec::new(),
             defaults: Default::default(),
+            deny_warnings: false,
             text: None,
             doc: None,
         };

@@ -1063,6 +1063,68 @@ fn warnings_are_shown_by_every_build() {
     assert_eq!(p.output(), p.fresh_output());
 }
 
+/// A build that warned is never vouched for without compiling: the next
+/// build, with nothing changed, shows the same warnings as one without the
+/// cache, and `--deny-warnings` (or `build --check --deny-warnings`) fails
+/// on it, writing nothing. Without the warning, the cache answers again.
+#[test]
+fn a_build_with_nothing_changed_shows_the_warnings_again() {
+    let p = Project::built();
+    p.edit(
+        "jobs/mnist.yaml",
+        "  tensorboard:",
+        "  security: {networkPolicy: {enabled: false}}\n  tensorboard:",
+    );
+    // Refused before anything is written, the cache left as it was.
+    let before = (p.output(), p.records(), p.pieces());
+    let o = p.run(&["build", "--deny-warnings"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 warning denied by `--deny-warnings`"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!((p.output(), p.records(), p.pieces()), before);
+    let first = p.run(&["build", "-v"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("spec.security.networkPolicy.enabled"),
+        "{}",
+        stderr(&first)
+    );
+    let written = p.output();
+    for args in [&["build", "-v"][..], &["build", "--check", "-v"]] {
+        let (cached, uncached) = p.both(args);
+        assert!(cached.status.success(), "{}", stderr(&cached));
+        let err = stderr(&cached);
+        assert_eq!(
+            err.lines().next(),
+            Some(
+                "cache: re-rendering 1 job of 1, because the last build had warnings, which every build shows"
+            )
+        );
+        assert_eq!(findings(&err), findings(&stderr(&uncached)));
+        assert_eq!(findings(&err), findings(&stderr(&first)));
+        assert_eq!(stdout(&cached), stdout(&uncached));
+    }
+    for args in [
+        &["build", "--deny-warnings"][..],
+        &["build", "--check", "--deny-warnings"],
+    ] {
+        let (cached, uncached) = p.both(args);
+        assert_eq!(cached.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&cached), stderr(&uncached), "{args:?}");
+    }
+    assert_eq!(p.output(), written);
+    p.edit(
+        "jobs/mnist.yaml",
+        "  security: {networkPolicy: {enabled: false}}\n",
+        "",
+    );
+    assert!(p.run(&["build"]).status.success());
+    assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
+}
+
 /// Variants: an edit recompiles its file for every variant; the project's
 /// own output and each variant's are what a fresh build writes.
 #[test]

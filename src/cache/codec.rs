@@ -426,9 +426,10 @@ pub fn digest<'a>(files: impl Iterator<Item = (&'a Path, &'a str, bool)>) -> u64
 
 /// A record's head and new pieces. The head is the magic, the format, and
 /// one section (its length, its bytes, their [`checksum`]): the key,
-/// contexts and destinations, each directory's snapshot as the pieces
-/// that hold it, and the per-file part as its pieces: the record's
-/// `files` when it has them, else `read_files` as read. `reuse`: for each
+/// whether the build warned, contexts and destinations, each directory's
+/// snapshot as the pieces that hold it, and the per-file part as its
+/// pieces: the record's `files` when it has them, else `read_files` as
+/// read. `reuse`: for each
 /// directory, its snapshot's pieces as read and which entries changed
 /// since; a piece none of whose entries changed is named again, not
 /// written.
@@ -437,6 +438,7 @@ pub fn write(record: &Record, reuse: &[Option<Reuse>]) -> Result<Encoded> {
     let mut named = Vec::new();
     let mut main = Writer::default();
     main.str(&record.key);
+    main.u8(u8::from(record.warned));
     // A few contexts at most: their JSON costs nothing to parse.
     main.bytes(&serde_json::to_vec(&record.contexts).unwrap_or_default());
     main.usize(record.dests.len());
@@ -765,6 +767,7 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
         return Err(Damaged);
     }
     let key = main.string()?;
+    let warned = main.bool()?;
     let contexts = serde_json::from_slice(main.bytes()?).map_err(|_| Damaged)?;
     let dests = main.list(|r| Ok((path(r)?, r.usize()?)))?;
     let mut pieces = Vec::new();
@@ -841,6 +844,7 @@ pub fn decode(head: &[u8], fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>) -> 
     Ok(Record {
         format,
         key,
+        warned,
         contexts,
         dests,
         outputs,
@@ -1466,6 +1470,7 @@ mod tests {
         Record {
             format: super::super::FORMAT,
             key: "k".into(),
+            warned: true,
             contexts: Vec::new(),
             dests: vec![("/p/deploy".into(), 3)],
             outputs: vec![
@@ -1775,6 +1780,7 @@ mod tests {
         let mut back = read_back(&first.head, &disk).unwrap();
         // Each file's parts are decoded when asked for, and an undecoded
         // body is written back as it was read, in the pieces read.
+        assert!(back.warned);
         let again = encode(&back);
         assert_eq!(again.head, first.head);
         assert_eq!(again.pieces.len(), 1, "the snapshot, not reused");

@@ -36,18 +36,21 @@ use crate::image::ContextPrint;
 use crate::pipeline::Read;
 use crate::plan::{Change, Op, Plan};
 
-/// Bumped whenever the record changes shape or meaning. Formats 6 to 9
+/// Bumped whenever the record changes shape or meaning. Formats 6 to 10
 /// are the byte encoding of [`codec`] (7 keeps each definition file's
 /// parts apart, to be decoded only when it changed; 8 keeps each
 /// document's claims apart, to be skipped whole; 9 keeps the snapshots
-/// and the per-file part in pieces, each a file of its own); 5 and before
-/// were JSON.
-const FORMAT: u32 = 9;
+/// and the per-file part in pieces, each a file of its own; 10 says
+/// whether the build warned); 5 and before were JSON.
+const FORMAT: u32 = 10;
 
 #[derive(Debug)]
 struct Record {
     format: u32,
     key: String,
+    /// The build printed warnings: the output is never vouched for without
+    /// compiling, so that every build shows them, as without the cache.
+    warned: bool,
     contexts: Vec<ContextPrint>,
     /// The directories the status line names, with their file counts.
     dests: Vec<(PathBuf, usize)>,
@@ -200,17 +203,22 @@ impl Cache {
         let inputs = inputs(req)?;
         let why = if record.key == inputs.key {
             match self.current(req, &mut record) {
-                Ok(()) => {
+                Ok(()) if !record.warned => {
                     let dests = std::mem::take(&mut record.dests);
                     left_to_exit(record);
                     return Ok(Lookup::Fresh(dests));
                 }
+                // The files with warnings are compiled again (see
+                // [`incremental`]), so that the warnings are shown again.
+                Ok(()) => "the last build had warnings, which every build shows".to_owned(),
                 Err(why) => why,
             }
         } else {
             "the definitions, project, library or trainc changed".to_owned()
         };
-        // The output differs from its snapshot only when the key matched.
+        // The output differs from its snapshot only when the key matched
+        // (and, for a build that warned, `current` may have refreshed the
+        // snapshot: walked, as when it differs).
         let patch = record.key != inputs.key;
         let inc = self.compile(req, record, inputs, sets, patch)?;
         Ok(Lookup::Incremental(Box::new(inc), why))
@@ -305,13 +313,14 @@ impl Cache {
 
     /// Records a build that compiled `read` (with `state`, the hash of
     /// every file it meant to write) and left the directories of `plans` as
-    /// they should be; or says why it could not.
+    /// they should be, and whether it `warned`; or says why it could not.
     pub fn save(
         &self,
         req: &Request,
         read: &Read,
         state: &mut State,
         plans: &[&Plan],
+        warned: bool,
     ) -> Result<(), String> {
         let key = match state.key.take() {
             Some(key) => key,
@@ -425,6 +434,7 @@ impl Cache {
             let record = Record {
                 format: FORMAT,
                 key,
+                warned,
                 contexts: read.contexts.clone(),
                 dests,
                 outputs,
@@ -519,6 +529,7 @@ impl Cache {
         let record = Record {
             format: FORMAT,
             key,
+            warned,
             contexts: read.contexts.clone(),
             dests: written
                 .iter()
@@ -989,6 +1000,7 @@ mod tests {
             cluster: None,
             variants: Vec::new(),
             defaults: Default::default(),
+            deny_warnings: false,
             text: None,
             doc: None,
         };
@@ -1023,7 +1035,7 @@ mod tests {
         };
         fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &mut State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan], false),
             Err(
                 "deploy cannot be recorded: configmap-stray.yaml appeared while the build ran"
                     .into()
@@ -1033,14 +1045,14 @@ mod tests {
         fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
         assert!(
             cache
-                .save(&req, &read, &mut State::default(), &[&plan])
+                .save(&req, &read, &mut State::default(), &[&plan], false)
                 .is_err(),
             "temporary file"
         );
         fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
         fs::remove_file(out.join("configmap-a.yaml")).unwrap();
         assert_eq!(
-            cache.save(&req, &read, &mut State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan], false),
             Err(
                 "deploy cannot be recorded: configmap-a.yaml went missing while the build ran"
                     .into()
@@ -1049,7 +1061,7 @@ mod tests {
         fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
         fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
         assert_eq!(
-            cache.save(&req, &read, &mut State::default(), &[&plan]),
+            cache.save(&req, &read, &mut State::default(), &[&plan], false),
             Ok(())
         );
         assert!(cache.file.is_file());
@@ -1256,6 +1268,7 @@ mod tests {
         let record = Record {
             format: FORMAT,
             key: String::new(),
+            warned: false,
             contexts: Vec::new(),
             dests: Vec::new(),
             outputs: Vec::new(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::targets::{
     Targets, desired_into, finish_all, incremental, stagers, status, summary, targets, up_to_date,
 };
-use super::{Color, Failure, Format, Inputs, Out, Output, Status, fail, warn};
+use super::{Color, Deny, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
 use crate::diagnostic::Diagnostic;
 use crate::plan::{self, Op, Plan};
@@ -63,7 +63,8 @@ pub(super) fn build(
             if format == Format::Text {
                 let _ = writeln!(stdout, "{}", up_to_date(&dirs));
             } else {
-                // Nothing was compiled: no warnings, and nothing stale.
+                // Nothing was compiled, and nothing is stale; the cache
+                // vouches only for a build without warnings.
                 let done: Vec<Done> = dirs
                     .iter()
                     .map(|(n, dir)| Done {
@@ -92,6 +93,14 @@ pub(super) fn build(
             if verbose {
                 eprintln!("{}", p.verbose);
             }
+            if let Err(denied) = Deny::of(inputs, &targets.project).check(&p.warnings, format) {
+                // What these locks made is removed, as a failed full build does.
+                p.locks
+                    .into_iter()
+                    .rev()
+                    .for_each(plan::Lock::release_unused);
+                return Err(denied);
+            }
             if matches!(format, Format::Text | Format::Github) {
                 warn(&p.warnings, color);
             }
@@ -105,7 +114,16 @@ pub(super) fn build(
                     r.link().map_err(&fail)?;
                 }
                 // Still locked: the snapshot is of this build's output.
-                record(&cache, &req, &p.read, &mut p.state, &p.plans, verbose);
+                let warned = !p.warnings.is_empty();
+                record(
+                    &cache,
+                    &req,
+                    &p.read,
+                    &mut p.state,
+                    &p.plans,
+                    warned,
+                    verbose,
+                );
             }
             drop(p.locks);
             (p.plans, p.read, p.state, p.warnings)
@@ -119,7 +137,8 @@ pub(super) fn build(
     };
     let current = plans.iter().all(|(p, _)| p.is_noop());
     if check && current {
-        record(&cache, &req, &read, &mut state, &plans, verbose);
+        let warned = !warnings.is_empty();
+        record(&cache, &req, &read, &mut state, &plans, warned, verbose);
     }
     // Nothing to do is one line, however many directories.
     let text = if check {
@@ -235,6 +254,11 @@ fn full(
             return Err(f);
         }
     };
+    if let Err(denied) = Deny::of(inputs, &targets.project).check(&warnings, opts.format) {
+        drop(stagers);
+        release(locks);
+        return Err(denied);
+    }
     if matches!(opts.format, Format::Text | Format::Github) {
         warn(&warnings, opts.color);
     }
@@ -293,23 +317,26 @@ fn full(
         r.link().map_err(fail)?;
     }
     // Still locked: the snapshot is of this build's output.
-    record(cache, req, &read, &mut state, &done, opts.verbose);
+    let warned = !warnings.is_empty();
+    record(cache, req, &read, &mut state, &done, warned, opts.verbose);
     drop(locks);
     Ok((done, read, state, warnings))
 }
 
-/// Records a build in the cache, saying with `verbose` why it could not.
+/// Records a build in the cache, and whether it `warned`, saying with
+/// `verbose` why it could not.
 fn record(
     cache: &Result<cache::Cache, String>,
     req: &cache::Request,
     read: &crate::pipeline::Read,
     state: &mut cache::State,
     plans: &[(Plan, String)],
+    warned: bool,
     verbose: bool,
 ) {
     let Ok(c) = cache else { return };
     let plans: Vec<&Plan> = plans.iter().map(|(p, _)| p).collect();
-    if let Err(why) = c.save(req, read, state, &plans)
+    if let Err(why) = c.save(req, read, state, &plans, warned)
         && verbose
     {
         eprintln!("cache: not recorded, because {why}");

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{desired_into, finish_all, incremental, stagers, targets};
-use super::{Color, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
+use super::{Color, Deny, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::plan::stream::Mode;
 use crate::{cache, plan};
 
@@ -18,12 +18,14 @@ pub(super) fn diff(
     stat: bool,
     color: Color,
 ) -> Result<Status, Failure> {
-    let fail = fail(if format == DiffFormat::Json {
+    let findings = if format == DiffFormat::Json {
         Format::Json
     } else {
         Format::Text
-    });
+    };
+    let fail = fail(findings);
     let targets = targets(cwd, inputs, output, &fail)?;
+    let deny = Deny::of(inputs, &targets.project);
     let req = cache::Request {
         cwd,
         project: &targets.project,
@@ -39,6 +41,7 @@ pub(super) fn diff(
     });
     match planned {
         Ok(p) => {
+            deny.check(&p.warnings, findings)?;
             if format != DiffFormat::Json {
                 warn(&p.warnings, color);
             }
@@ -60,6 +63,7 @@ pub(super) fn diff(
             let mut stagers = stagers(&targets, false, Mode::Keep);
             let (dests, _, _, warnings) =
                 desired_into(cwd, inputs, &targets, false, Some(&stagers), &fail)?;
+            deny.check(&warnings, findings)?;
             if format != DiffFormat::Json {
                 warn(&warnings, color);
             }

@@ -86,7 +86,7 @@ pub const VALIDATE: Page = Page {
         ("0", "every definition is valid"),
         (
             "2",
-            "a definition is invalid, a usage error or any other error",
+            "a definition is invalid, has warnings with --deny-warnings, a usage error or any other error",
         ),
     ],
 };
@@ -98,8 +98,8 @@ pub const BUILD: Page = Page {
             "trainc build",
         ),
         (
-            "In CI: fail when the committed output is stale",
-            "trainc build --check",
+            "In CI: fail when the committed output is stale, or on any warning",
+            "trainc build --check --deny-warnings",
         ),
         (
             "Compile even if the build cache says nothing changed",
@@ -111,7 +111,7 @@ pub const BUILD: Page = Page {
         ("1", "with --check: the output is stale"),
         (
             "2",
-            "invalid definitions, a refused file, a usage error or any other error",
+            "invalid definitions, warnings with --deny-warnings, a refused file, a usage error or any other error",
         ),
     ],
 };
@@ -128,7 +128,10 @@ pub const DIFF: Page = Page {
     exit: &[
         ("0", "no changes"),
         ("1", "`trainc build` would change files"),
-        ("2", "invalid definitions, a usage error or any other error"),
+        (
+            "2",
+            "invalid definitions, warnings with --deny-warnings, a usage error or any other error",
+        ),
     ],
 };
 

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diagnostic::{self, Diagnostic};
+use crate::load::project::Project;
 use crate::model::definition::Target;
 use crate::model::job::RoleKind;
 use crate::validate::schema;
@@ -107,6 +108,10 @@ pub struct Inputs {
     /// project's output and every variant].
     #[arg(long, value_name = "NAME")]
     pub variant: Vec<String>,
+    /// Fail (exit 2, writing nothing) on any warning, as the project's
+    /// `denyWarnings: true` does.
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -399,6 +404,51 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
 
 /// Where commands print: stdout, coloured as `--color` says.
 type Out = anstream::AutoStream<std::io::StdoutLock<'static>>;
+
+/// Whether warnings fail the command, and who said so. The command line
+/// is the user's own; the project file is the repository's, so its
+/// `denyWarnings` can only make trainc stricter, and the flag wins.
+enum Deny {
+    No,
+    /// `--deny-warnings`.
+    Flag,
+    /// `denyWarnings: true` in the project file, as messages name it.
+    Project(String),
+}
+
+impl Deny {
+    fn of(inputs: &Inputs, project: &Project) -> Self {
+        match &project.file {
+            _ if inputs.deny_warnings => Deny::Flag,
+            Some(file) if project.deny_warnings => Deny::Project(project.shown(file)),
+            _ => Deny::No,
+        }
+    }
+
+    /// The failure that `warnings` are, when they are denied: the warnings
+    /// as warnings, then the error that stops the command. Checked before
+    /// anything is written.
+    fn check(&self, warnings: &[Diagnostic], format: Format) -> Result<(), Failure> {
+        let who = match self {
+            _ if warnings.is_empty() => return Ok(()),
+            Deny::No => return Ok(()),
+            Deny::Flag => "`--deny-warnings`".to_owned(),
+            Deny::Project(file) => format!("`denyWarnings: true` in {file}"),
+        };
+        let mut diagnostics = warnings.to_vec();
+        diagnostics.push(
+            Diagnostic::new(format!(
+                "{} denied by {who}",
+                plural(warnings.len(), "warning")
+            ))
+            .hint("resolve each warning as its help says; nothing was written"),
+        );
+        Err(Failure {
+            diagnostics,
+            format,
+        })
+    }
+}
 
 /// Prints warnings as text on stderr, where failures go.
 fn warn(warnings: &[Diagnostic], color: Color) {

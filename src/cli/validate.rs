@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{Set, Targets, selected};
-use super::{Color, Failure, Format, Inputs, Out, Status, fail, plural, warn};
+use super::{Color, Deny, Failure, Format, Inputs, Out, Status, fail, plural, warn};
 use crate::load::project::Project;
 use crate::{pipeline, report};
 use serde_json::json;
@@ -46,6 +46,7 @@ pub(super) fn validate(
             &out.extra,
         ));
     }
+    Deny::of(inputs, &targets.project).check(&warnings, format)?;
     let jobs = compiled.outputs.first().map_or(0, |o| o.jobs);
     let names: Vec<&str> = chosen
         .iter()

@@ -77,6 +77,9 @@ pub fn manifests(job: &Job) -> Vec<Manifest> {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels.clone()),
+                    // The job's annotations, never a role's: those are for
+                    // that role's pods alone (an AppArmor one names its
+                    // container).
                     annotations: Some(job.annotations.clone()).filter(|a| !a.is_empty()),
                     ..ObjectMeta::default()
                 }),

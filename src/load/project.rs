@@ -39,6 +39,8 @@ pub struct Project {
     /// The variants of the definitions, in name order.
     pub variants: Vec<Variant>,
     pub defaults: Defaults,
+    /// `denyWarnings`: any warning fails the command.
+    pub deny_warnings: bool,
     /// The project file as read, for the build cache's key.
     pub text: Option<String>,
     /// The project file as parsed, for pointing at its settings.
@@ -66,6 +68,7 @@ impl Project {
                 cluster: None,
                 variants: Vec::new(),
                 defaults: Defaults::default(),
+                deny_warnings: false,
                 text: None,
                 doc: None,
             });
@@ -155,6 +158,7 @@ impl Project {
             resources,
             cluster: pf.cluster,
             defaults: pf.defaults,
+            deny_warnings: pf.deny_warnings,
             variants,
             text: Some(source.text.clone()),
             doc,

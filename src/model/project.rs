@@ -23,6 +23,11 @@ pub struct ProjectFile {
     /// kustomization lists beside trainc's jobs.
     #[serde(default)]
     pub resources: Vec<String>,
+    /// Any warning fails `validate`, `build` and `diff`, as
+    /// `--deny-warnings` does. The file is the repository's, so it can
+    /// only make trainc stricter.
+    #[serde(default)]
+    pub deny_warnings: bool,
     #[serde(default)]
     pub defaults: Defaults,
     /// Variants of the definitions, each compiled into its own output

@@ -28,7 +28,7 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob) {
             (None, None) => cx.error_at_key(
                 &base,
                 "a patch needs `strategic` (a partial pod template) or `json` (RFC 6902 operations)",
-                "e.g. `strategic: {spec: {hostAliases: [{ip: 10.0.0.1, hostnames: [data]}]}}`",
+                "e.g. `strategic: {spec: {terminationGracePeriodSeconds: 300}}`",
             ),
             _ => {}
         }

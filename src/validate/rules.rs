@@ -61,6 +61,20 @@ impl Ctx<'_> {
         );
     }
 
+    pub(crate) fn warning_at_key(
+        &mut self,
+        pointer: &str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        self.out.push(
+            Diagnostic::warning(message)
+                .path(self.doc.dotted(pointer))
+                .at(self.doc.locate_key(pointer))
+                .hint(hint),
+        );
+    }
+
     pub(crate) fn error_at_key(
         &mut self,
         pointer: &str,
@@ -93,7 +107,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     quantities(&mut cx, def);
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
-    super::security::check(&mut cx, def);
+    super::security::check(&mut cx, def, defaults);
     super::patches::check(&mut cx, def);
     access_modes(&mut cx, def);
     environment(&mut cx, def, target_of(def, defaults));
@@ -206,6 +220,16 @@ fn toleration(cx: &mut Ctx, at: &str, t: &Toleration) {
             "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
         ),
         _ => {}
+    }
+    if compile::patch::risks::tolerates_all(t.key.as_deref(), t.operator.as_deref()) {
+        cx.warning(
+            at,
+            format!(
+                "the role's pods tolerate {}",
+                compile::patch::risks::every_taint(t.effect.as_deref())
+            ),
+            compile::patch::risks::TOLERATE_BY_KEY,
+        );
     }
     if t.toleration_seconds.is_some() && t.effect.as_deref() != Some("NoExecute") {
         cx.error(

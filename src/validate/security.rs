@@ -1,17 +1,28 @@
 //! Stage 2: rules about what a job exposes and trusts: its pods' security
-//! settings and the Pod Security profile they meet, TensorBoard's exposure,
-//! and NetworkPolicy egress. Image references are `image`'s.
+//! settings and the Pod Security profile they meet, AppArmor annotations,
+//! TensorBoard's exposure, NetworkPolicy egress, the namespace it goes to
+//! and the Secrets its CSI volumes read. Image references are `image`'s;
+//! what patches change is [`crate::compile::patch`]'s.
 
 use super::rules::Ctx;
 use crate::compile::security::{self, Profile};
+use crate::load::pointer_segment;
 use crate::model::definition::TrainingJob;
-use crate::model::job::Security;
+use crate::model::job::{RoleKind, Security, namespace_of};
+use crate::model::project::Defaults;
 use crate::quantity;
 
-pub(super) fn check(cx: &mut Ctx, def: &TrainingJob) {
+/// The annotation that sets a container's AppArmor profile, before the
+/// container's name.
+const APPARMOR: &str = "container.apparmor.security.beta.kubernetes.io/";
+
+pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
     settings(cx, def);
+    apparmor(cx, def);
     tensorboard(cx, def);
     egress(cx, def);
+    namespace(cx, def, defaults);
+    csi_secrets(cx, def, defaults);
 }
 
 /// Combinations the API server or the kubelet refuses, then the profile
@@ -131,16 +142,156 @@ fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
+/// AppArmor turned off by an annotation: on every pod of the job (the
+/// definition's `metadata.annotations`, which TensorBoard's pod gets too),
+/// or on one role's (its `annotations`, which reach no other pod).
+fn apparmor(cx: &mut Ctx, def: &TrainingJob) {
+    let tensorboard = def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled);
+    let job = if tensorboard {
+        "every pod of the job (TensorBoard's too)".to_owned()
+    } else {
+        "every pod of the job".to_owned()
+    };
+    let mut maps = vec![(
+        "/metadata/annotations".to_owned(),
+        &def.metadata.annotations,
+        job,
+    )];
+    for kind in RoleKind::ALL {
+        if let Some(role) = kind.of(&def.spec.roles) {
+            maps.push((
+                format!("/spec/roles/{}/annotations", kind.as_str()),
+                &role.annotations,
+                format!("the pods of role `{}`", kind.as_str()),
+            ));
+        }
+    }
+    for (at, annotations, pods) in maps {
+        for (key, value) in annotations {
+            let Some(container) = key.strip_prefix(APPARMOR) else {
+                continue;
+            };
+            if value != "unconfined" {
+                continue;
+            }
+            cx.warning(
+                &format!("{at}/{}", pointer_segment(key)),
+                format!(
+                    "container `{container}` runs without AppArmor (`unconfined`) in {pods}: they meet the Pod Security `privileged` profile only, and a namespace that enforces `baseline` or `restricted` rejects them"
+                ),
+                "leave AppArmor on (remove the annotation), or name a profile the nodes load (`localhost/<profile>`); a role's `annotations` reach only that role's pods",
+            );
+        }
+    }
+}
+
 fn egress(cx: &mut Ctx, def: &TrainingJob) {
-    let Some(rules) = &def.spec.security.network_policy.egress else {
+    let policy = &def.spec.security.network_policy;
+    if !policy.enabled {
+        let tensorboard = def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled);
+        let ports = if tensorboard {
+            "the tasks' ports and TensorBoard's"
+        } else {
+            "the tasks' ports"
+        };
+        cx.warning(
+            "/spec/security/networkPolicy/enabled",
+            format!("trainc writes no NetworkPolicy for this job: unless the cluster's own policies cover the namespace, any pod can reach {ports} (the training frameworks' servers ask no caller who it is), and the tasks can reach anything"),
+            "keep trainc's policies (remove `enabled: false`) and allow what the tasks need in `egress`",
+        );
+    }
+    let Some(rules) = &policy.egress else {
         return;
     };
     for (i, rule) in rules.iter().enumerate() {
+        let at = format!("/spec/security/networkPolicy/egress/{i}");
         if rule.cidr.is_none() && !rule.except.is_empty() {
             cx.error(
-                &format!("/spec/security/networkPolicy/egress/{i}/except"),
+                &format!("{at}/except"),
                 "`except` carves addresses out of `cidr`, and this rule has none",
                 "add `cidr: 0.0.0.0/0` to allow every address but these",
+            );
+            continue;
+        }
+        // No `ports`: every port; no `cidr`, or a prefix of length 0:
+        // every address.
+        let everywhere = rule
+            .cidr
+            .as_deref()
+            .is_none_or(|c| c.split_once('/').is_some_and(|(_, len)| len == "0"));
+        if !rule.ports.is_empty() || !everywhere {
+            continue;
+        }
+        let (pointer, whom) = match (&rule.cidr, rule.except.is_empty()) {
+            (None, _) => (
+                at,
+                "every address (the cluster's pods and the cloud's metadata endpoint included)",
+            ),
+            (Some(_), true) => (format!("{at}/cidr"), "every address"),
+            (Some(_), false) => (format!("{at}/cidr"), "every address but `except`"),
+        };
+        cx.warning(
+            &pointer,
+            format!("this rule lets the tasks reach {whom} on every port: the run's NetworkPolicy no longer limits where they can send data"),
+            "list the ports the tasks need (`ports: [443]`) and, where you can, the addresses (`cidr`)",
+        );
+    }
+}
+
+/// The namespaces Kubernetes keeps for itself: `kube-system`,
+/// `kube-public`, `kube-node-lease`, and any other of the `kube-` prefix.
+fn system_namespace(namespace: &str) -> bool {
+    namespace.starts_with("kube-")
+}
+
+/// A job in a namespace Kubernetes keeps for itself.
+fn namespace(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+    let ns = namespace_of(def, defaults);
+    if !system_namespace(&ns) {
+        return;
+    }
+    let message = format!(
+        "job `{}` goes to namespace `{ns}`, which Kubernetes keeps for itself: policies often exempt it (Pod Security, admission webhooks), and its Secrets and service accounts are the cluster's own, within reach of the job's pods",
+        def.metadata.name
+    );
+    let hint = "run training in a namespace of its own, e.g. `ml`";
+    if def.metadata.namespace.is_some() {
+        cx.warning("/metadata/namespace", message, hint);
+    } else {
+        cx.warning_at_key(
+            "/metadata",
+            format!("{message} (the namespace is the project's `defaults.namespace`)"),
+            format!("{hint}: set `metadata.namespace`, or the project's `defaults.namespace`"),
+        );
+    }
+}
+
+/// A CSI volume's Secret in another namespace than the job's: the
+/// PersistentVolume is cluster-scoped, so nothing limits which namespace
+/// its driver reads the Secret from for the job's pods.
+fn csi_secrets(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+    let ns = namespace_of(def, defaults);
+    for (i, v) in def.spec.storage.iter().enumerate() {
+        let Some(csi) = &v.csi else { continue };
+        for (field, secret) in [
+            ("nodeStageSecretRef", &csi.node_stage_secret_ref),
+            ("nodePublishSecretRef", &csi.node_publish_secret_ref),
+        ] {
+            let Some((name, theirs)) = secret
+                .as_ref()
+                .and_then(|s| Some((&s.name, s.namespace.as_deref()?)))
+            else {
+                continue;
+            };
+            if theirs == ns {
+                continue;
+            }
+            cx.warning(
+                &format!("/spec/storage/{i}/csi/{field}/namespace"),
+                format!(
+                    "the CSI driver reads the Secret `{name}` from namespace `{theirs}`, not the job's (`{ns}`): the PersistentVolume is cluster-wide, so a definition can put another namespace's credentials to use for its pods"
+                ),
+                "keep the Secret in the job's namespace and leave `namespace` out; sharing another namespace's Secret is for its owners to do",
             );
         }
     }

@@ -11,6 +11,7 @@
 //! the compiler never meets it.
 
 pub mod json;
+pub mod risks;
 pub mod smp;
 
 use std::collections::BTreeMap;
@@ -136,15 +137,17 @@ fn apply_traced(
         if !thorough && n + 1 < count {
             continue;
         }
+        // The part of the patch that wrote `path` of the template.
+        let wrote = |current: &Value, path: &[Segment]| match &patch.change {
+            Change::Strategic(p) => format!(
+                "/strategic{}",
+                locate(current, path, p, Kube::pod_template())
+            ),
+            Change::Json(ops) => format!("/json{}", locate_op(path, ops)),
+        };
         // Where the patched template is no longer one: at `path`, `what`.
         let invalid = |path: Vec<Segment>, what: String| {
-            let at = match &patch.change {
-                Change::Strategic(p) => format!(
-                    "/strategic{}",
-                    locate(&current, &path, p, Kube::pod_template())
-                ),
-                Change::Json(ops) => format!("/json{}", locate_op(&path, ops)),
-            };
+            let at = wrote(&current, &path);
             let field = dotted(&path);
             let place = if field.is_empty() {
                 String::new()
@@ -179,6 +182,16 @@ fn apply_traced(
         current = serde_json::to_value(&typed).map_err(internal)?;
         if let Err((message, hint)) = invariants(job, &original, &current) {
             return Err(error(String::new(), message, hint));
+        }
+        if thorough {
+            for r in risks::changes(super::pod::container(job), &before, &current) {
+                warnings.push(Finding {
+                    pointer: format!("/spec/patches/{i}{}", wrote(&current, &r.path)),
+                    message: r.message,
+                    hint: r.hint,
+                    warning: true,
+                });
+            }
         }
         let changed = if thorough {
             pod_security_changes(&before, &current)
