@@ -518,6 +518,43 @@ fn init_then_build_then_validate_passes_the_external_checks() {
     }
 }
 
+/// A YAML tag in a definition, the project file or a library preset stops
+/// the build before anything is written.
+#[test]
+fn yaml_tags_are_refused_before_writing() {
+    for (file, from, to) in [
+        ("jobs/mnist.yaml", "namespace: ml", "namespace: !!str ml"),
+        ("trainc.yaml", "output: deploy", "output: !!str deploy"),
+        (
+            "lib/presets/tensorflow.yaml",
+            "port: 2222",
+            "port: !!int 2222",
+        ),
+    ] {
+        let dir = scratch_example("mnist");
+        let lib = dir.path().join("lib/presets");
+        fs::create_dir_all(&lib).expect("mkdir");
+        let preset = common::root().join("library/presets/tensorflow.yaml");
+        fs::copy(preset, lib.join("tensorflow.yaml")).expect("copy");
+        let project = dir.path().join("trainc.yaml");
+        let text = fs::read_to_string(&project).expect("read") + "library: lib\n";
+        fs::write(&project, text).expect("write");
+        let path = dir.path().join(file);
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{file}");
+        fs::write(&path, text.replacen(from, to, 1)).expect("write");
+        let o = run(dir.path(), &["build"]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("is not allowed") && err.contains(file),
+            "{err}"
+        );
+        assert!(!dir.path().join("deploy").exists(), "{file}");
+        assert!(!dir.path().join("build").exists(), "{file}");
+    }
+}
+
 #[test]
 fn no_definitions_is_an_error_with_a_hint() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -138,6 +138,34 @@ fn the_tag_follows_the_code_and_nothing_else() {
     assert_ne!(image(dir.path()), second);
 }
 
+/// The `.dockerignore` is read as Docker reads it: `{a,b}` is text, not a
+/// choice, and `!` in `[...]` is a character, not a negation. A file Docker
+/// sends changes the tag; one it leaves out does not.
+#[test]
+fn the_tag_covers_what_docker_sends() {
+    let dir = scratch_example("mnist");
+    let train = dir.path().join("train");
+    let ignore = fs::read_to_string(train.join(".dockerignore")).expect("read");
+    fs::write(
+        train.join(".dockerignore"),
+        format!("{ignore}{{a,b}}\n[!x]y\n"),
+    )
+    .expect("write");
+    for file in ["a", "zy", "!y"] {
+        fs::write(train.join(file), "1\n").expect("write");
+    }
+    assert!(run(dir.path(), &["build"]).status.success());
+    let mut tag = image(dir.path());
+    for (file, sent) in [("a", true), ("zy", true), ("!y", false), ("{a,b}", false)] {
+        fs::write(train.join(file), "2\n").expect("write");
+        let o = run(dir.path(), &["build"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let now = image(dir.path());
+        assert_eq!(now != tag, sent, "{file}");
+        tag = now;
+    }
+}
+
 #[test]
 fn without_gpus_the_cpu_base_image_and_a_project_library_override_the_builtins() {
     let dir = scratch_example("mnist");

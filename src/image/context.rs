@@ -704,9 +704,15 @@ mod tests {
         assert!(!p.reaches(&ctx.join(".cache")));
         assert!(!p.reaches(&home.join(".cache")));
         assert!(p.reaches(&home), "the rest of home is read");
-        // A `!` pattern could bring part of it back.
+        // A `!` pattern with a wildcard, or one inside it, could bring part
+        // of it back; one that names a path elsewhere cannot, and BuildKit
+        // does not walk it.
+        for exception in ["!*.py", "!.cache/keep"] {
+            let p = print(&format!(".cache\nhome/.cache\n{exception}\n"));
+            assert!(p.reaches(&ctx.join(".cache")), "{exception}");
+        }
         let p = print(".cache\nhome/.cache\n!train.py\n");
-        assert!(p.reaches(&ctx.join(".cache")));
+        assert!(!p.reaches(&ctx.join(".cache")));
         let p = print("home\n");
         assert!(!p.reaches(&home.join(".cache")));
     }

@@ -16,7 +16,9 @@
 //! budgets and the rules for what is refused stay serde-saphyr's alone, and
 //! what this reader returns is what serde-saphyr returns: `tests` checks
 //! that, value and every position, on every YAML file of the repository and
-//! on generated documents.
+//! on generated documents. A tagged node, never read here, makes
+//! [`super::parse`] look for the first tag with [`first_tag`] and refuse
+//! the file, before serde-saphyr would decode or drop the tag.
 
 use granit_parser::{Event, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
@@ -25,7 +27,7 @@ use super::node::{NodePos, SpanIndex, push_segment};
 use crate::source::Pos;
 
 /// Past these, serde-saphyr's budgets (or the parser's own limits) decide.
-const MAX_BYTES: usize = 1 << 20;
+pub(super) const MAX_BYTES: usize = 1 << 20;
 const MAX_DEPTH: usize = super::MAX_DEPTH / 2;
 const MAX_DOCUMENTS: usize = 100;
 /// Nodes of all documents: well under serde-saphyr's `max_nodes` (250,000),
@@ -82,6 +84,29 @@ pub(super) fn parse(text: &str) -> Option<Vec<(Value, SpanIndex)>> {
         }
         docs.push((value, index));
     }
+}
+
+/// The first explicit tag of `text` (`!!binary`, `!!str`, `!custom`, a
+/// lone `!`) as written, and where it is, if the parser reaches one before
+/// an error. Only text with a `!` can hold one, and most definitions have
+/// none: those are not parsed again.
+pub(super) fn first_tag(text: &str) -> Option<(String, Pos)> {
+    memchr::memchr(b'!', text.as_bytes())?;
+    let options = granit_parser::options! { emit_comments: false };
+    granit_parser::Parser::new_from_str_with_options(text, options)
+        .map_while(Result::ok)
+        .find_map(|(event, span)| {
+            let tag = event.tag()?;
+            let at = span
+                .tag_span()
+                .or_else(|| span.tag_start().map(Span::empty))
+                .unwrap_or(span);
+            let written = at.slice(text).map_or_else(
+                || format!("{}{}", tag.original_handle(), tag.suffix()),
+                str::to_owned,
+            );
+            Some((written, pos(&at)))
+        })
 }
 
 struct Reader<'a, F> {

@@ -276,8 +276,12 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
 /// Parses every document of `file`.
 pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
     let read = match events::parse(&file.text) {
+        // That reader takes no tagged node.
         Some(read) => read,
-        None => parse_with_saphyr(file)?,
+        None => {
+            refuse_tags(file)?;
+            parse_with_saphyr(file)?
+        }
     };
     let docs: Vec<Document> = read
         .into_iter()
@@ -294,6 +298,18 @@ pub fn parse(file: &Arc<SourceFile>) -> Result<Vec<Document>, Diagnostic> {
         }
     }
     Ok(docs)
+}
+
+/// An explicit YAML tag, wherever it is, is an error at the tag: serde-saphyr
+/// would decode a `!!binary` value from base64, which is all a reviewer of
+/// the file sees, and ignore a tag it does not know.
+fn refuse_tags(file: &Arc<SourceFile>) -> Result<(), Diagnostic> {
+    match events::first_tag(&file.text) {
+        None => Ok(()),
+        Some((tag, pos)) => Err(Diagnostic::new(format!("YAML tag `{tag}` is not allowed"))
+            .at(Some(Location::new(file, pos)))
+            .hint("write the value plainly, without a tag: trainc reads none, so that what a reviewer reads is what trainc reads")),
+    }
 }
 
 /// Every document of `file` as serde-saphyr reads it: what [`events`] does
@@ -939,6 +955,54 @@ mod tests {
         let e = doc("a: 1\na: 2\n").unwrap_err();
         assert!(e.message.contains("duplicate"), "{}", e.message);
         assert_eq!(e.location.unwrap().pos.line, 2);
+    }
+
+    /// Any explicit tag is refused at the tag, whichever reader would have
+    /// read the file: the event reader (a plain definition) or
+    /// serde-saphyr (one with an anchor, a null, or over the event
+    /// reader's size).
+    #[test]
+    fn tags_are_refused_at_the_tag() {
+        let big = format!(
+            "pad: '{}'\nimage: !!binary ZXZpbA==\n",
+            "x".repeat(events::MAX_BYTES)
+        );
+        for (text, tag, line, column) in [
+            ("image: !!binary ZXZpbA==\n", "!!binary", 1, 8),
+            ("a: 1\nimage: !!str 1.0\n", "!!str", 2, 8),
+            ("x: &a 1\ny: ~\nimage: !custom v\n", "!custom", 3, 8),
+            ("k: ! 12\n", "!", 1, 4),
+            (
+                "k: !<tag:yaml.org,2002:str> 1\n",
+                "!<tag:yaml.org,2002:str>",
+                1,
+                4,
+            ),
+            ("!!str key: v\n", "!!str", 1, 1),
+            ("env: !!map\n  A: b\n", "!!map", 1, 6),
+            ("l:\n  - !!binary |\n    ZXZpbA==\n", "!!binary", 2, 5),
+            ("%TAG !e! tag:e.com,2000:\n---\nk: !e!x v\n", "!e!x", 3, 4),
+            ("a: 1\n---\nb: [x, !!int 2]\n", "!!int", 3, 8),
+            (big.as_str(), "!!binary", 2, 8),
+        ] {
+            let e = doc(text).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("YAML tag `{tag}` is not allowed"),
+                "{text:.60}"
+            );
+            let pos = e.location.unwrap().pos;
+            assert_eq!(
+                (pos.line, pos.column, pos.len),
+                (line, column, tag.len()),
+                "{text:.60}"
+            );
+            assert!(e.hint.unwrap().contains("without a tag"));
+        }
+        // A `!` that is not a tag is text.
+        let d = &doc("cmd: [sh, -c, 'echo hi!']\nx: a!b\n").unwrap()[0];
+        assert_eq!(d.value["x"], "a!b");
+        assert_eq!(events::first_tag("k: 'it!'\n# !!str\n"), None);
     }
 
     #[test]

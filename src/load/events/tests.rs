@@ -294,6 +294,9 @@ fn every_word_reads_as_serde_saphyr_reads_it() {
         "k: null\n",
         "k: &a 1\n",
         "k: !!str 1\n",
+        "!!str k: v\n",
+        "k: !x {a: 1}\n",
+        "- ! [a]\n",
         "true: 1\n",
         "a: 1\na: 2\n",
     ] {
