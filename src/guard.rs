@@ -98,6 +98,7 @@ fn check_with_home(
         // As messages name it, and as generated files do (from the root).
         let written = crate::load::display_name(&project.root, d.path);
         let outside_repo = d.flag.is_none() && !at.starts_with(&top);
+        let outside_why = outside(d.path, &at, &top, cwd);
         let why = if let Some(c) = shown
             .chars()
             .chain(written.chars())
@@ -121,7 +122,7 @@ fn check_with_home(
                 r => format!("it contains the project root `{r}`"),
             })
         } else if outside_repo {
-            Some(outside(d.path, &at, &top, cwd))
+            Some(outside_why.clone())
         } else if let Some((r, s, kind)) = sources.iter().find(|(r, ..)| r.starts_with(&at)) {
             Some(if *r == at {
                 format!("trainc reads {kind} there")
@@ -151,6 +152,8 @@ fn check_with_home(
                 })
         };
         if let Some(why) = why {
+            // This reason, and not an earlier one, is that it lies outside.
+            let outside_repo = outside_repo && why == outside_why;
             // Outside the root, as the project file has it, not absolute.
             let shown = if outside_repo { &written } else { &shown };
             let shown = crate::emit::comment_safe(shown);

@@ -322,12 +322,26 @@ fn a_cache_inside_the_output_or_a_context_is_not_used() {
         format!("cache: compiling, because the cache directory and {builds} overlap\n")
     );
 
-    // Through a symlink in the context: the first build takes the records
-    // into the image (as it would any file there); none is written after.
+    // Through a symlink in the context, out of the repository: refused
+    // (a context stays inside the repository, docs/output.md).
     std::os::unix::fs::symlink(p.cache.path(), p.path().join("train/cache")).expect("symlink");
-    assert!(stdout(&p.run(&["build"])).starts_with("updated deploy"));
+    let o = p.run(&["build"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("outside the repository"),
+        "{}",
+        stderr(&o)
+    );
+    // Through a symlink to a cache inside the repository: the build would
+    // take the records into the image (as it would any file there), so
+    // none is written.
+    fs::remove_file(p.path().join("train/cache")).expect("rm");
+    fs::create_dir(p.path().join("cache")).expect("mkdir");
+    std::os::unix::fs::symlink("../cache", p.path().join("train/cache")).expect("symlink");
+    let inside = p.path().join("cache");
+    assert!(p.run_with_cache(&inside, &["build"]).status.success());
     for _ in 0..2 {
-        let o = p.run(&["build", "-v"]);
+        let o = p.run_with_cache(&inside, &["build", "-v"]);
         assert_eq!(
             stdout(&o),
             "deploy and build are up to date (15 and 3 files)\n"

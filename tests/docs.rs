@@ -224,6 +224,7 @@ variants:
   cpu:
     output: deploy-cpu
     buildOutput: build-cpu
+    cluster: cpu
     patches:
       - patch:
           spec:
