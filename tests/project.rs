@@ -426,6 +426,10 @@ fn listed_kustomizations_that_do_more_than_list_are_warned_about() {
         err.contains("`--deny-warnings` makes this an error"),
         "{err}"
     );
+    let before = common::read_tree(dir.path());
+    let o = run(dir.path(), &["build", "--deny-warnings"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(common::read_tree(dir.path()), before, "nothing written");
     // The cache does not hide them, and an edit of a nested kustomization
     // is seen.
     let o = run(dir.path(), &["build"]);
