@@ -1,8 +1,10 @@
 //! Limits on what a definition can make trainc do, checked in the stages
 //! they concern: the size of one file and of one string when loading
 //! ([`crate::load`]), the replicas of a role by the schema and again for
-//! `run --local --replicas`, a job's tasks times its settings after
-//! validation ([`crate::validate`]), and the bytes of a build's output while
+//! `run --local --replicas`, what patches write into a pod template as
+//! they apply ([`crate::compile::patch`]), a job's tasks times its settings
+//! after validation, and again with what its patches add
+//! ([`crate::validate`]), and the bytes of a build's output while
 //! rendering and before anything is written ([`crate::pipeline`]).
 //!
 //! Each limit is far above real use and far below what exhausts a CI
@@ -14,6 +16,24 @@ use crate::diagnostic::Diagnostic;
 /// The most replicas of one role: the schema's `maximum` for `replicas`
 /// (a test keeps the two equal), applied to `run --local --replicas` too.
 pub const MAX_REPLICAS: u32 = 1000;
+
+/// The most bytes (as compact JSON) that a job's patches may write into
+/// one pod template: every value an `add` or `replace` writes and every
+/// value a `copy` duplicates, and each strategic patch whole, charged
+/// before it is written. Without it a `copy` repeated 9,999 times made an
+/// 831 KB definition take 2.5 minutes and 3.6 GB of memory before the
+/// output limit refused it, and copies that double a list exhausted the
+/// memory from a 4 KB one.
+///
+/// Sixteen strings at the string limit: real patches (a sidecar, a probe,
+/// host aliases) write a few KiB, and the largest container trainc writes
+/// (a command at the string limit and the `TF_CONFIG` of 2,001 tasks,
+/// about 90 KiB) can be copied several times. A Job whose template grew by
+/// more is near what the API server stores in one object (etcd's 1.5 MiB),
+/// and the budget counts what patches add to every task: 256 tasks grown by
+/// this much reach [`MAX_OUTPUT_BYTES`]. Patching one template costs at
+/// most this much copying, however many operations there are.
+pub const MAX_PATCH_BYTES: u64 = 16 * crate::load::MAX_STRING_BYTES as u64;
 
 /// The most bytes a build writes: manifests and build specs together.
 /// 1,000 jobs of 10 tasks (the benchmark in docs/development.md) come to
@@ -32,6 +52,20 @@ pub const RENDER_BATCH_TASKS: u64 = 2 * 2 * MAX_REPLICAS as u64;
 pub fn mib(bytes: u64) -> String {
     let m = bytes as f64 / (1024.0 * 1024.0);
     format!("{m:.1} MiB")
+}
+
+/// The bytes a value holds as text, as the output budget counts them:
+/// strings and keys by their length, other scalars as a few bytes.
+/// Aliases count as often as they are used, as they are written out.
+pub fn weight(v: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.len() as u64,
+        Value::Array(items) => items.iter().map(weight).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() as u64 + weight(v)).sum(),
+        Value::Null => 0,
+        Value::Bool(_) | Value::Number(_) => 8,
+    }
 }
 
 /// The refusal of a build whose output would pass `limit` (in trainc,
@@ -104,6 +138,12 @@ mod tests {
                 .all(|s| s.len() == 1 || s.iter().sum::<u64>() <= RENDER_BATCH_TASKS)
         );
         assert!(batches(&[] as &[u64], |n| *n).is_empty());
+    }
+
+    #[test]
+    fn weight_counts_strings_and_keys() {
+        let v = serde_json::json!({"ab": ["cde", 1, null], "f": {"g": true}});
+        assert_eq!(weight(&v), 2 + 3 + 8 + 1 + 1 + 8);
     }
 
     #[test]

@@ -385,6 +385,145 @@ fn tasks_times_settings_are_bounded_before_compiling() {
     );
 }
 
+/// A definition whose patches are the JSON operations `ops`, one a line,
+/// and the line of the first.
+fn with_json_patches(name: &str, extra: &str, patches: &[Vec<String>]) -> (String, usize) {
+    let mut text = definition(name, extra);
+    text.push_str("  patches:\n");
+    let first = text.lines().count() + 2;
+    for ops in patches {
+        text.push_str("    - json:\n");
+        for op in ops {
+            text.push_str(&format!("        - {op}\n"));
+        }
+    }
+    (text, first)
+}
+
+/// The `[j]` of the first error at `spec.patches[0].json[j]`, after which
+/// `stderr` must give the line of that operation.
+fn refused_at_operation(err: &str, first_line: usize) -> usize {
+    let j: usize = err
+        .split_once("error: spec.patches[0].json[")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .and_then(|(j, _)| j.parse().ok())
+        .unwrap_or_else(|| panic!("no operation named in:\n{err}"));
+    let at = format!("--> jobs/a.yaml:{}:", first_line + j);
+    assert!(err.contains(&at), "missing {at:?} in:\n{err}");
+    j
+}
+
+// Patches that copy: what they write into a pod template is bounded as they
+// apply, and counts in the budget.
+
+#[test]
+fn copies_in_patches_are_refused_at_the_operation_that_passes_the_bound() {
+    let dir = project();
+    let script = "s".repeat(1000);
+    // A list that doubles with each operation: 2^40 containers.
+    let mut ops = vec![
+        "{op: add, path: /spec/initContainers, value: []}".to_owned(),
+        "{op: copy, from: /spec/containers/0, path: /spec/initContainers/-}".to_owned(),
+    ];
+    ops.extend((0..40).map(|_| {
+        "{op: copy, from: /spec/initContainers, path: /spec/initContainers/-}".to_owned()
+    }));
+    let (text, first) = with_json_patches("a", &format!("  command: [sh, -c, {script}]\n"), &[ops]);
+    fs::write(dir.path().join("jobs/a.yaml"), text).expect("write");
+    let o = run(dir.path(), &["validate"]);
+    refused(
+        dir.path(),
+        &o,
+        &[
+            "this `copy` would take what the patches write into one pod template past 1.0 MiB (roles `ps`, `worker`)",
+        ],
+    );
+    // About 2 KB, copied once and then doubled nine times: the tenth
+    // doubling would pass 1 MiB.
+    assert_eq!(refused_at_operation(&stderr(&o), first), 11);
+
+    // The report's case: a container with a long command copied into the
+    // init containers 9,999 times, an 831 KB definition that took 2.5
+    // minutes and 3.6 GB of memory to refuse.
+    let script = "s".repeat(60_000);
+    let copy = "{op: copy, from: /spec/containers/0, path: /spec/initContainers/-}".to_owned();
+    let mut patches = vec![vec![copy.clone(); 100]; 100];
+    patches[0][0] = "{op: add, path: /spec/initContainers, value: []}".to_owned();
+    let (text, first) =
+        with_json_patches("a", &format!("  command: [sh, -c, {script}]\n"), &patches);
+    fs::write(dir.path().join("jobs/a.yaml"), text).expect("write");
+    let o = run(dir.path(), &["build"]);
+    refused(
+        dir.path(),
+        &o,
+        &["this `copy` would take what the patches write"],
+    );
+    // About 61 KB a copy: 17 fit in 1 MiB, the 18th is refused.
+    assert_eq!(refused_at_operation(&stderr(&o), first), 18);
+}
+
+#[test]
+fn what_patches_add_to_each_pod_counts_in_the_budget() {
+    // 1,001 tasks of 60 KB each fit; five copies of the container in each
+    // pod (300 KB, within what patches may write) do not.
+    let dir = project();
+    let script = "s".repeat(60_000);
+    let mut ops = vec!["{op: add, path: /spec/initContainers, value: []}".to_owned()];
+    for i in 0..5 {
+        ops.push("{op: copy, from: /spec/containers/0, path: /spec/initContainers/-}".to_owned());
+        ops.push(format!(
+            "{{op: replace, path: /spec/initContainers/{i}/name, value: copy-{i}}}"
+        ));
+    }
+    let (text, _) = with_json_patches("a", &format!("  command: [sh, -c, {script}]\n"), &[ops]);
+    let text = text.replace("worker: {replicas: 2}", "worker: {replicas: 1000}");
+    fs::write(dir.path().join("jobs/a.yaml"), &text).expect("write");
+    let o = run(dir.path(), &["build"]);
+    refused(
+        dir.path(),
+        &o,
+        &[
+            "error: spec.roles.worker.replicas: 1001 tasks with up to",
+            "KiB of settings each, with what the patches add to each pod, make at least",
+            "over the 256.0 MiB limit for a build's output",
+            "help: every task's manifest repeats the job's settings and what its patches write into its pod",
+        ],
+    );
+    // Without the patches the job fits.
+    let cut = text.find("  patches:\n").expect("patches");
+    fs::write(dir.path().join("jobs/a.yaml"), &text[..cut]).expect("write");
+    let o = run(dir.path(), &["validate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn patch_paths_stop_at_values_without_fields() {
+    // Copies into paths below a string, each twice as deep as the last,
+    // nested the template 32,768 levels deep: a stack overflow on a thread.
+    let dir = project();
+    fs::remove_file(dir.path().join("jobs/a.yaml")).expect("rm");
+    for name in ["a", "b"] {
+        let mut ops = vec!["{op: add, path: /metadata/annotations, value: {a: {}}}".to_owned()];
+        ops.extend((0..15).map(|k| {
+            format!(
+                "{{op: copy, from: /metadata/annotations/a, path: /metadata/annotations{}/a}}",
+                "/a".repeat(1 << k)
+            )
+        }));
+        let (text, _) = with_json_patches(name, "", &[ops]);
+        fs::write(dir.path().join(format!("jobs/{name}.yaml")), text).expect("write");
+    }
+    let o = run(dir.path(), &["validate"]);
+    refused(
+        dir.path(),
+        &o,
+        &[
+            "error: spec.patches[0].json[1].path: `/metadata/annotations/a/a`: the pod template has nothing below `/metadata/annotations/a`",
+            "help: a path ends at a field of the pod template, an item of a list or a key of a map",
+        ],
+    );
+}
+
 #[test]
 fn rendering_stops_at_the_output_limit() {
     let dir = scratch_example("mnist");

@@ -4,26 +4,11 @@
 //! so a definition that would make gigabytes is refused in milliseconds; the
 //! exact output is checked again after rendering ([`crate::limits`]).
 
-use serde_json::Value;
-
 use crate::diagnostic::Diagnostic;
-use crate::limits::{MAX_OUTPUT_BYTES, mib};
+use crate::limits::{MAX_OUTPUT_BYTES, mib, weight};
 use crate::load::Document;
 use crate::model::definition::TrainingJob;
 use crate::model::job::RoleKind;
-
-/// The bytes a value holds as text: strings and keys by their length, other
-/// scalars as a few bytes. Aliases count as often as they are used, as they
-/// are written out.
-fn weight(v: &Value) -> u64 {
-    match v {
-        Value::String(s) => s.len() as u64,
-        Value::Array(items) => items.iter().map(weight).sum(),
-        Value::Object(map) => map.iter().map(|(k, v)| k.len() as u64 + weight(v)).sum(),
-        Value::Null => 0,
-        Value::Bool(_) | Value::Number(_) => 8,
-    }
-}
 
 /// `(role, replicas, bytes per task)` for each role with tasks: see
 /// [`per_task`].
@@ -34,7 +19,9 @@ pub(super) type Tasks = Vec<(RoleKind, u64, u64)>;
 /// its own Deployment; an NFS or CSI volume and a claim's selector, the
 /// PersistentVolume and the claim) and less the other roles (their own
 /// settings, and the volumes only they mount). `(role, replicas, bytes per
-/// task)` for roles with tasks.
+/// task)` for roles with tasks. The patches are left out: they count by
+/// what they add to the pods ([`add_patches`]), which only applying them
+/// tells (a `copy` writes more than its own text).
 pub(super) fn per_task(doc: &Document, def: &TrainingJob) -> Tasks {
     let at = |p: &str| doc.value.pointer(p).map_or(0, weight);
     let mut outside = 0u64;
@@ -63,7 +50,7 @@ pub(super) fn per_task(doc: &Document, def: &TrainingJob) -> Tasks {
         })
         .collect();
     let common = weight(&doc.value)
-        .saturating_sub(at("/spec/build") + at("/spec/tensorboard") + outside)
+        .saturating_sub(at("/spec/build") + at("/spec/tensorboard") + at("/spec/patches") + outside)
         .saturating_sub(roles.iter().map(|(_, _, w)| w).sum());
     roles
         .into_iter()
@@ -75,7 +62,21 @@ pub(super) fn per_task(doc: &Document, def: &TrainingJob) -> Tasks {
         .collect()
 }
 
-/// The least output one document makes: its tasks times their settings.
+/// Adds to each role's settings what the patches add to its pods (`grown`,
+/// role → bytes, measured by applying them).
+pub(super) fn add_patches(roles: &mut Tasks, grown: &[(RoleKind, u64)]) {
+    for (kind, _, w) in roles.iter_mut() {
+        let more: u64 = grown
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .map(|(_, b)| b)
+            .sum();
+        *w = w.saturating_add(more);
+    }
+}
+
+/// The least output one document makes, its patches not applied: its tasks
+/// times their settings.
 pub fn floor(doc: &Document, def: &TrainingJob) -> u64 {
     floor_of(&per_task(doc, def))
 }
@@ -88,11 +89,18 @@ pub(super) fn floor_of(roles: &Tasks) -> u64 {
 /// Refuses each job whose tasks times settings pass the output limit, at
 /// the replicas of the role that weighs most; then, if every job fits, all
 /// of them together.
-/// `valid`: each valid document with its [`per_task`].
+/// `valid`: each valid document with its [`per_task`], and `patched` if
+/// that includes what the patches add ([`add_patches`]).
 pub(super) fn check<'a>(
     valid: impl ExactSizeIterator<Item = (&'a Document, &'a Tasks)>,
+    patched: bool,
     diags: &mut Vec<Diagnostic>,
 ) {
+    let settings = if patched {
+        "settings each, with what the patches add to each pod,"
+    } else {
+        "settings each"
+    };
     let mut total = 0u64;
     let mut over = false;
     let count = valid.len();
@@ -111,14 +119,18 @@ pub(super) fn check<'a>(
         let pointer = format!("/spec/roles/{}/replicas", kind.as_str());
         diags.push(
             Diagnostic::new(format!(
-                "{tasks} tasks with up to {} KiB of settings each make at least {} of manifests, over the {} limit for a build's output",
+                "{tasks} tasks with up to {} KiB of {settings} make at least {} of manifests, over the {} limit for a build's output",
                 most.div_ceil(1024),
                 mib(floor),
                 mib(MAX_OUTPUT_BYTES)
             ))
             .path(doc.dotted(&pointer))
             .at(doc.locate(&pointer))
-            .hint("every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"),
+            .hint(if patched {
+                "every task's manifest repeats the job's settings and what its patches write into its pod (a `copy` writes the whole value again): copy less, shorten the settings, or run fewer tasks"
+            } else {
+                "every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"
+            }),
         );
     }
     if !over && total > MAX_OUTPUT_BYTES {
@@ -131,16 +143,5 @@ pub(super) fn check<'a>(
             ))
             .hint("split the definitions into projects with their own output directories"),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn weight_counts_strings_and_keys() {
-        let v = serde_json::json!({"ab": ["cde", 1, null], "f": {"g": true}});
-        assert_eq!(weight(&v), 2 + 3 + 8 + 1 + 1 + 8);
     }
 }

@@ -68,7 +68,8 @@ pub struct Facts {
     pub name: String,
     /// The objects it generates.
     pub generated: Vec<rules::Generated>,
-    /// The least output it makes (see [`floor`]).
+    /// The least output it makes (see [`floor`]), with what its patches
+    /// add to its pods.
     pub floor: u64,
 }
 
@@ -108,7 +109,11 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
         valid.extend(checked.valid.map(|v| (doc, v)));
     }
     duplicates(&valid, defaults, &mut diags);
-    budget::check(valid.iter().map(|(doc, v)| (*doc, &v.tasks)), &mut diags);
+    budget::check(
+        valid.iter().map(|(doc, v)| (*doc, &v.tasks)),
+        false,
+        &mut diags,
+    );
     if diags.is_empty() {
         collisions(&valid, &mut diags);
     }
@@ -128,14 +133,15 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
         }
         // Patches are checked by applying them to the pod templates, which
         // only a resolved job has.
-        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) = patches::applied(doc, &job)
-            .into_iter()
-            .partition(|d| !d.is_error());
-        Some((job, warned, found))
+        let (applied, grown) = patches::applied(doc, &job);
+        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) =
+            applied.into_iter().partition(|d| !d.is_error());
+        Some((job, warned, found, grown))
     });
     let mut jobs = Vec::with_capacity(resolved.len());
-    for r in resolved {
-        let (job, warned, found) = r.ok_or_else(|| {
+    let mut patched = false;
+    for (r, (_, v)) in resolved.into_iter().zip(valid.iter_mut()) {
+        let (job, warned, found, grown) = r.ok_or_else(|| {
             vec![Diagnostic::new(
                 "internal error: a validated job has no preset",
             )]
@@ -143,6 +149,16 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
         jobs.push(job);
         warnings.extend(warned);
         diags.extend(found);
+        patched |= grown.iter().any(|(_, b)| *b > 0);
+        budget::add_patches(&mut v.tasks, &grown);
+    }
+    // The budget again, with what the patches add to each task's pod.
+    if diags.is_empty() && patched {
+        budget::check(
+            valid.iter().map(|(doc, v)| (*doc, &v.tasks)),
+            true,
+            &mut diags,
+        );
     }
     if !diags.is_empty() {
         diags.extend(warnings);

@@ -145,9 +145,12 @@ fn affinity(cx: &mut Ctx, base: &str, a: &Value) {
 }
 
 /// What applying the job's patches to its pod templates finds (see
-/// [`patch::check`]), located in its definition.
-pub(super) fn applied(doc: &Document, job: &Job) -> Vec<Diagnostic> {
-    patch::check(job)
+/// [`patch::check`]), located in its definition, and what they add to each
+/// role's pods, as the output budget counts bytes.
+pub(super) fn applied(doc: &Document, job: &Job) -> (Vec<Diagnostic>, Vec<(RoleKind, u64)>) {
+    let checked = patch::check(job);
+    let diags = checked
+        .findings
         .into_iter()
         .map(|f| {
             let d = if f.warning {
@@ -158,5 +161,6 @@ pub(super) fn applied(doc: &Document, job: &Job) -> Vec<Diagnostic> {
             let d = d.path(doc.dotted(&f.pointer)).at(doc.locate(&f.pointer));
             if f.hint.is_empty() { d } else { d.hint(f.hint) }
         })
-        .collect()
+        .collect();
+    (diags, checked.grown)
 }

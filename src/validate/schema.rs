@@ -554,6 +554,13 @@ impl Kube {
         self.types().contains(&"array")
     }
 
+    /// Whether values here are strings, numbers or booleans only: nothing
+    /// is below them.
+    pub fn is_scalar(self) -> bool {
+        let types = self.types();
+        !types.is_empty() && types.iter().all(|t| !matches!(*t, "object" | "array"))
+    }
+
     /// The JSON types allowed here (empty: any).
     pub fn types(self) -> Vec<&'static str> {
         match self.resolved().get("type") {

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::Allowance;
 use super::smp::{Problem, unknown_field};
 use crate::validate::schema::{Field, Kube};
 
@@ -96,10 +97,12 @@ fn operation(v: &Value) -> Result<Operation<'_>, Problem> {
     })
 }
 
-/// Applies `ops` to `doc`, all or nothing. A problem's place is relative
-/// to the list of operations.
-pub fn apply(doc: &mut Value, ops: &[Value]) -> Result<(), Problem> {
-    let mut work = doc.clone();
+/// Applies `ops` to `doc`, in place: a failed operation leaves `doc`
+/// part-way, for the caller to drop (a patch applies whole, or the
+/// definition is refused). What each operation writes is charged to
+/// `allowance` before it is written. A problem's place is relative to the
+/// list of operations.
+pub fn apply(doc: &mut Value, ops: &[Value], allowance: &mut Allowance) -> Result<(), Problem> {
     for (i, v) in ops.iter().enumerate() {
         let at = format!("/{i}");
         let o = operation(v).map_err(|mut p| {
@@ -111,25 +114,43 @@ pub fn apply(doc: &mut Value, ops: &[Value]) -> Result<(), Problem> {
             message,
             hint: hint.to_owned(),
         };
+        let name = v.get("op").and_then(Value::as_str).unwrap_or_default();
+        // Charged before the value is cloned: a refused copy costs no more
+        // than what was left.
+        let charge = |allowance: &mut Allowance, value: &Value| {
+            if allowance.charge(value) {
+                return Ok(());
+            }
+            Err(Problem {
+                at: at.clone(),
+                message: super::too_much(&format!("this `{name}`")),
+                hint: "each `copy` writes the whole value it copies again, each `add` and `replace` its `value`: copy less, or patch the fields themselves".into(),
+            })
+        };
         let shown = |t: &[String]| show(t);
         match o.op {
             Op::Add | Op::Replace | Op::Test => {
                 let value = o.value.ok_or_else(|| fail("", "no `value`".into(), ""))?;
                 match o.op {
-                    Op::Add => add(&mut work, &o.path, value.clone())
-                        .map_err(|m| fail("path", m, "add to a mapping or a list that exists"))?,
+                    Op::Add => {
+                        charge(allowance, value)?;
+                        add(doc, &o.path, value.clone()).map_err(|m| {
+                            fail("path", m, "add to a mapping or a list that exists")
+                        })?;
+                    }
                     Op::Replace => {
-                        let slot = get_mut(&mut work, &o.path).ok_or_else(|| {
+                        let slot = get_mut(doc, &o.path).ok_or_else(|| {
                             fail(
                                 "path",
                                 format!("`{}` is not in the pod template", shown(&o.path)),
                                 "`replace` changes a value that is there; use `add` to add one",
                             )
                         })?;
+                        charge(allowance, value)?;
                         *slot = value.clone();
                     }
                     _ => {
-                        let found = get(&work, &o.path).ok_or_else(|| {
+                        let found = get(doc, &o.path).ok_or_else(|| {
                             fail(
                                 "path",
                                 format!("`{}` is not in the pod template", shown(&o.path)),
@@ -151,7 +172,7 @@ pub fn apply(doc: &mut Value, ops: &[Value]) -> Result<(), Problem> {
                 }
             }
             Op::Remove => {
-                remove(&mut work, &o.path).ok_or_else(|| {
+                remove(doc, &o.path).ok_or_else(|| {
                     fail(
                         "path",
                         format!("`{}` is not in the pod template", shown(&o.path)),
@@ -171,21 +192,25 @@ pub fn apply(doc: &mut Value, ops: &[Value]) -> Result<(), Problem> {
                         "",
                     ));
                 }
-                let value = get(&work, from).cloned().ok_or_else(|| {
+                let missing = || {
                     fail(
                         "from",
                         format!("`{}` is not in the pod template", shown(from)),
                         "",
                     )
-                })?;
-                if o.op == Op::Move {
-                    remove(&mut work, from);
-                }
-                add(&mut work, &o.path, value).map_err(|m| fail("path", m, ""))?;
+                };
+                // A move writes nothing new: the value changes places.
+                let value = if o.op == Op::Move {
+                    remove(doc, from).ok_or_else(missing)?
+                } else {
+                    let found = get(doc, from).ok_or_else(missing)?;
+                    charge(allowance, found)?;
+                    found.clone()
+                };
+                add(doc, &o.path, value).map_err(|m| fail("path", m, ""))?;
             }
         }
     }
-    *doc = work;
     Ok(())
 }
 
@@ -362,13 +387,29 @@ pub fn problems(v: &Value, schema: Option<Kube>) -> Vec<Problem> {
 }
 
 /// The schema at `path`, or what is wrong with the first token that leaves
-/// it. `-` (the end of a list) may end the path where `end_ok`.
+/// it. `-` (the end of a list) may end the path where `end_ok`. Nothing is
+/// below a value the schema gives no fields (a string, a quantity), nor
+/// more than one key below one it does not describe: such paths reach
+/// nothing valid, and they let copies nest without bound.
 fn resolve(path: &[String], schema: Option<Kube>, end_ok: bool) -> Result<Option<Kube>, Problem> {
+    let below = |i: usize| Problem {
+        at: String::new(),
+        message: format!(
+            "`{}`: the pod template has nothing below `{}`",
+            show(path),
+            show(&path[..i])
+        ),
+        hint: "a path ends at a field of the pod template, an item of a list or a key of a map"
+            .into(),
+    };
     let mut s = schema;
     for (i, t) in path.iter().enumerate() {
         let Some(here) = s else {
-            return Ok(None);
+            return if i == 0 { Ok(None) } else { Err(below(i)) };
         };
+        if here.is_scalar() {
+            return Err(below(i));
+        }
         if here.is_list() && !here.is_object() {
             let last = i + 1 == path.len();
             if !(index(t).is_some() || (t == "-" && last && end_ok)) {
@@ -456,6 +497,10 @@ mod tests {
         assert_eq!(index("10"), Some(10));
     }
 
+    fn allowance() -> Allowance {
+        Allowance::new()
+    }
+
     #[test]
     fn every_operation() {
         let mut d = doc();
@@ -471,6 +516,7 @@ mod tests {
                 json!({"op": "remove", "path": "/spec/containers/0/args/1"}),
                 json!({"op": "test", "path": "/spec/initContainers/args/2", "value": "y"}),
             ],
+            &mut allowance(),
         )
         .expect("applies");
         assert_eq!(
@@ -486,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_operation_changes_nothing() {
+    fn a_failed_operation_is_located() {
         let mut d = doc();
         let e = apply(
             &mut d,
@@ -494,11 +540,11 @@ mod tests {
                 json!({"op": "add", "path": "/spec/hostname", "value": "h"}),
                 json!({"op": "test", "path": "/spec/containers/0/name", "value": "x"}),
             ],
+            &mut allowance(),
         )
         .unwrap_err();
         assert_eq!(e.at, "/1/value");
         assert_eq!(e.message, "test failed: `/spec/containers/0/name` is \"t\"");
-        assert_eq!(d, doc());
         for (op, at) in [
             (json!({"op": "remove", "path": "/spec/nope"}), "/0/path"),
             (
@@ -515,8 +561,44 @@ mod tests {
                 "/0/from",
             ),
         ] {
-            assert_eq!(apply(&mut d, &[op]).unwrap_err().at, at);
+            assert_eq!(
+                apply(&mut doc(), &[op], &mut allowance()).unwrap_err().at,
+                at
+            );
         }
+    }
+
+    /// Copies that double a list are refused at the operation that would
+    /// pass the allowance, before it copies; a move copies nothing.
+    #[test]
+    fn copies_are_charged_before_they_are_made() {
+        let long = "x".repeat(60_000);
+        let mut d = json!({"spec": {"containers": [{"name": "t", "command": [long]}], "initContainers": []}});
+        let mut ops = vec![
+            json!({"op": "copy", "from": "/spec/containers/0", "path": "/spec/initContainers/-"}),
+        ];
+        ops.extend((0..30).map(|_| {
+            json!({"op": "copy", "from": "/spec/initContainers", "path": "/spec/initContainers/-"})
+        }));
+        let mut a = allowance();
+        let e = apply(&mut d, &ops, &mut a).unwrap_err();
+        // 60 KB written twice, then 120, 240 and 480: the sixth copy (960 KB
+        // more) would pass 1 MiB.
+        assert_eq!(e.at, "/5");
+        assert_eq!(
+            e.message,
+            "this `copy` would take what the patches write into one pod template past 1.0 MiB"
+        );
+
+        let mut a = allowance();
+        let moves: Vec<Value> = (0..1000)
+            .map(|_| json!({"op": "move", "from": "/spec/containers/0/command", "path": "/spec/containers/0/args"}))
+            .flat_map(|m| [m, json!({"op": "move", "from": "/spec/containers/0/args", "path": "/spec/containers/0/command"})])
+            .collect();
+        let mut d =
+            json!({"spec": {"containers": [{"name": "t", "command": ["x".repeat(60_000)]}]}});
+        apply(&mut d, &moves, &mut a).expect("moves write nothing");
+        assert_eq!(a.left(), crate::limits::MAX_PATCH_BYTES);
     }
 
     #[test]
@@ -554,6 +636,19 @@ mod tests {
             ]
         );
         assert_eq!(at(json!({"op": "remove", "path": "", "value": 1})).len(), 2);
+        // Nothing is below a string: paths that went on made copies nest
+        // ever deeper.
+        assert_eq!(
+            at(
+                json!({"op": "copy", "from": "/metadata/annotations/a", "path": "/metadata/annotations/a/a"})
+            ),
+            [(
+                "/path".to_owned(),
+                "a path ends at a field of the pod template, an item of a list or a key of a map"
+                    .to_owned()
+            )]
+        );
+        assert!(at(json!({"op": "add", "path": "/spec/containers/0/resources/limits/cpu/x", "value": 1})).len() == 1);
         assert_eq!(at(json!({"op": "copy", "path": "/spec/hostname"}))[0].0, "");
     }
 }

@@ -1,15 +1,18 @@
 //! Stage 3 (compile), shared by every target: `spec.patches`, the escape
 //! hatch for what the definition format does not cover. Each patch is
 //! applied in order to the pod template trainc generates for a task of its
-//! roles ([`apply`], at the end of [`super::pod::task_template`]), after
-//! which the template must still be a valid Kubernetes pod template and
-//! keep what trainc relies on ([`invariants`]).
+//! roles ([`apply`], at the end of [`super::pod::task_template`]), writing
+//! no more than an [`Allowance`] into it, after which the template must
+//! still be a valid Kubernetes pod template (its schema, and what the API
+//! server refuses beyond it: [`apiserver`]) and keep what trainc relies on
+//! ([`invariants`]).
 //!
 //! Validation applies the patches once to every template of the job's
 //! target ([`check`]), so that a patch that does not apply, breaks the pod
 //! template or loosens its Pod Security is reported in the definition, and
 //! the compiler never meets it.
 
+mod apiserver;
 pub mod json;
 pub mod risks;
 pub mod smp;
@@ -21,6 +24,7 @@ use serde_json::{Value, json};
 
 use super::pod::{CLUSTER_SPEC_VOLUME, INDEX_VAR};
 use super::{Object, Run, meta};
+use crate::limits::{MAX_PATCH_BYTES, mib};
 use crate::load::pointer_segment;
 use crate::model::Job;
 use crate::model::job::{Change, RoleKind};
@@ -41,6 +45,75 @@ impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.pointer, self.message)
     }
+}
+
+/// What the patches may still write into one pod template, in bytes of
+/// compact JSON ([`MAX_PATCH_BYTES`]). Each value a patch writes is
+/// charged before it is written, so that no number of copies can grow a
+/// template, or the work of patching it, past the bound.
+#[derive(Debug)]
+pub struct Allowance {
+    left: u64,
+}
+
+impl Allowance {
+    pub fn new() -> Self {
+        Self {
+            left: MAX_PATCH_BYTES,
+        }
+    }
+
+    /// The bytes still allowed.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Charges the size of `v` if it fits, and says whether it did; no
+    /// more of `v` is serialized than what was left.
+    pub fn charge(&mut self, v: &Value) -> bool {
+        let mut meter = Meter { left: self.left };
+        let fits = serde_json::to_writer(&mut meter, v).is_ok();
+        if fits {
+            self.left = meter.left;
+        }
+        fits
+    }
+}
+
+impl Default for Allowance {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A sink that counts bytes down and fails past zero.
+struct Meter {
+    left: u64,
+}
+
+impl std::io::Write for Meter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len() as u64;
+        if n > self.left {
+            return Err(std::io::Error::other("over the allowance"));
+        }
+        self.left -= n;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The message for `what` (a patch or an operation), which the allowance
+/// has no room for. The same for every role, whatever each had left, so
+/// that it is reported once.
+fn too_much(what: &str) -> String {
+    format!(
+        "{what} would take what the patches write into one pod template past {}",
+        mib(MAX_PATCH_BYTES)
+    )
 }
 
 /// Label prefixes whose labels trainc sets and relies on.
@@ -72,8 +145,18 @@ pub fn apply(
     template: PodTemplateSpec,
 ) -> Result<PodTemplateSpec, Finding> {
     apply_traced(job, kind, template, false)
-        .map(|(t, _)| t)
+        .map(|a| a.template)
         .map_err(|f| f.of_roles(&[kind]))
+}
+
+/// A pod template with the patches applied, and what applying them found.
+struct Applied {
+    template: PodTemplateSpec,
+    /// About each patch, when applied thoroughly.
+    warnings: Vec<Finding>,
+    /// What the patches added to the template, as the output budget counts
+    /// bytes ([`crate::limits::weight`]), when applied thoroughly.
+    grown: u64,
 }
 
 impl Finding {
@@ -95,7 +178,7 @@ fn apply_traced(
     kind: RoleKind,
     template: PodTemplateSpec,
     thorough: bool,
-) -> Result<(PodTemplateSpec, Vec<Finding>), Finding> {
+) -> Result<Applied, Finding> {
     let mine = || {
         job.patches
             .iter()
@@ -103,7 +186,11 @@ fn apply_traced(
             .filter(|(_, p)| p.applies_to(kind))
     };
     if mine().next().is_none() {
-        return Ok((template, Vec::new()));
+        return Ok(Applied {
+            template,
+            warnings: Vec::new(),
+            grown: 0,
+        });
     }
     let internal = |e: serde_json::Error| Finding {
         pointer: "/spec/patches".into(),
@@ -115,6 +202,7 @@ fn apply_traced(
     let mut current = original.clone();
     let mut typed = template;
     let mut warnings = Vec::new();
+    let mut allowance = Allowance::new();
     let count = mine().count();
     for (n, (i, patch)) in mine().enumerate() {
         let before = if thorough {
@@ -129,25 +217,35 @@ fn apply_traced(
             warning: false,
         };
         match &patch.change {
-            Change::Strategic(p) => smp::merge(&mut current, p, Kube::pod_template())
-                .map_err(|e| error(format!("/strategic{}", e.at), e.message, e.hint))?,
-            Change::Json(ops) => json::apply(&mut current, ops)
+            Change::Strategic(p) => {
+                // A strategic patch writes at most what it holds.
+                if !allowance.charge(p) {
+                    return Err(error(
+                        "/strategic".into(),
+                        too_much("this patch"),
+                        "a strategic patch writes what it holds: make it smaller".into(),
+                    ));
+                }
+                smp::merge(&mut current, p, Kube::pod_template())
+                    .map_err(|e| error(format!("/strategic{}", e.at), e.message, e.hint))?
+            }
+            Change::Json(ops) => json::apply(&mut current, ops, &mut allowance)
                 .map_err(|e| error(format!("/json{}", e.at), e.message, e.hint))?,
         }
         if !thorough && n + 1 < count {
             continue;
         }
-        // The part of the patch that wrote `path` of the template.
-        let wrote = |current: &Value, path: &[Segment]| match &patch.change {
-            Change::Strategic(p) => format!(
-                "/strategic{}",
-                locate(current, path, p, Kube::pod_template())
-            ),
+        // The part of the patch that wrote `path` of the template `doc`.
+        let wrote = |doc: &Value, path: &[Segment]| match &patch.change {
+            Change::Strategic(p) => {
+                format!("/strategic{}", locate(doc, path, p, Kube::pod_template()))
+            }
             Change::Json(ops) => format!("/json{}", locate_op(path, ops)),
         };
-        // Where the patched template is no longer one: at `path`, `what`.
-        let invalid = |path: Vec<Segment>, what: String| {
-            let at = wrote(&current, &path);
+        // Where the patched template `doc` is no longer one: at `path`,
+        // `what`, and how to fix it.
+        let refused = |doc: &Value, path: Vec<Segment>, what: String, hint: String| {
+            let at = wrote(doc, &path);
             let field = dotted(&path);
             let place = if field.is_empty() {
                 String::new()
@@ -157,6 +255,14 @@ fn apply_traced(
             error(
                 at,
                 format!("the pod template is no longer valid{place}: {what}"),
+                hint,
+            )
+        };
+        let invalid = |doc: &Value, path: Vec<Segment>, what: String| {
+            refused(
+                doc,
+                path,
+                what,
                 "Kubernetes would refuse it: complete or correct what the patch writes there"
                     .into(),
             )
@@ -165,7 +271,7 @@ fn apply_traced(
         if let Some(s) = Kube::pod_template()
             && let Some((path, field)) = missing(&current, s, &mut Vec::new())
         {
-            return Err(invalid(path, format!("missing field `{field}`")));
+            return Err(invalid(&current, path, format!("missing field `{field}`")));
         }
         typed = crate::load::from_value(&current).map_err(|e| {
             let path: Vec<Segment> = e
@@ -177,9 +283,12 @@ fn apply_traced(
                     _ => None,
                 })
                 .collect();
-            invalid(path, e.inner().to_string())
+            invalid(&current, path, e.inner().to_string())
         })?;
         current = serde_json::to_value(&typed).map_err(internal)?;
+        if let Some(r) = apiserver::refusal(&current) {
+            return Err(refused(&current, r.path, r.message, r.hint));
+        }
         if let Err((message, hint)) = invariants(job, &original, &current) {
             return Err(error(String::new(), message, hint));
         }
@@ -210,7 +319,16 @@ fn apply_traced(
             });
         }
     }
-    Ok((typed, warnings))
+    let grown = if thorough {
+        crate::limits::weight(&current).saturating_sub(crate::limits::weight(&original))
+    } else {
+        0
+    };
+    Ok(Applied {
+        template: typed,
+        warnings,
+        grown,
+    })
 }
 
 /// One step of a path into the pod template.
@@ -559,6 +677,10 @@ fn pod_security_view(t: &Value) -> BTreeMap<String, Value> {
         "the AppArmor and seccomp annotations".into(),
         json!(annotations),
     );
+    // Every container of a name, whatever its list or place: two containers
+    // that share a name (which Kubernetes refuses, see [`apiserver`]) must
+    // not hide one's settings behind the other's.
+    let mut containers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for list in ["containers", "initContainers", "ephemeralContainers"] {
         for c in spec[list].as_array().into_iter().flatten() {
             let ports: Vec<&Value> = c["ports"]
@@ -567,11 +689,21 @@ fn pod_security_view(t: &Value) -> BTreeMap<String, Value> {
                 .flatten()
                 .map(|p| &p["hostPort"])
                 .collect();
-            view.insert(
-                format!("container `{}`", c["name"].as_str().unwrap_or_default()),
-                json!({"securityContext": c["securityContext"], "hostPorts": ports}),
-            );
+            containers
+                .entry(format!(
+                    "container `{}`",
+                    c["name"].as_str().unwrap_or_default()
+                ))
+                .or_default()
+                .push(
+                    json!({"securityContext": c["securityContext"], "hostPorts": ports})
+                        .to_string(),
+                );
         }
+    }
+    for (name, mut settings) in containers {
+        settings.sort();
+        view.insert(name, json!(settings));
     }
     view
 }
@@ -588,20 +720,31 @@ fn pod_security_changes(before: &Value, after: &Value) -> Vec<String> {
         .collect()
 }
 
+/// What applying a job's patches found ([`check`]).
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    /// What the patches add to a task's pod template, by role, as the
+    /// output budget counts bytes ([`crate::limits::weight`]).
+    pub grown: Vec<(RoleKind, u64)>,
+}
+
 /// Every finding of the job's patches, from applying them to each pod
-/// template the job's target generates, as the build will. Errors and
-/// warnings about a patch are given once, for all its roles.
-pub fn check(job: &Job) -> Vec<Finding> {
+/// template the job's target generates, as the build will, and what they
+/// add to each role's pods. Errors and warnings about a patch are given
+/// once, for all its roles.
+pub fn check(job: &Job) -> Checked {
     if job.patches.is_empty() {
-        return Vec::new();
+        return Checked::default();
     }
-    let internal = |e: String| {
-        vec![Finding {
+    let internal = |e: String| Checked {
+        findings: vec![Finding {
             pointer: "/spec/patches".into(),
             message: format!("internal error: {e}"),
             hint: String::new(),
             warning: false,
-        }]
+        }],
+        grown: Vec::new(),
     };
     // The templates without patches, under the run's real name: a `test`
     // operation sees what the build will patch.
@@ -638,6 +781,7 @@ pub fn check(job: &Job) -> Vec<Finding> {
     };
     let mut seen: Vec<RoleKind> = Vec::new();
     let mut failed: Vec<RoleKind> = Vec::new();
+    let mut grown: Vec<(RoleKind, u64)> = Vec::new();
     for m in &manifests {
         for template in templates(&m.object) {
             let kind = template
@@ -653,7 +797,12 @@ pub fn check(job: &Job) -> Vec<Finding> {
             }
             seen.push(kind);
             let findings = match apply_traced(job, kind, template.clone(), thorough) {
-                Ok((_, warnings)) => warnings,
+                Ok(applied) => {
+                    if thorough {
+                        grown.push((kind, applied.grown));
+                    }
+                    applied.warnings
+                }
                 Err(e) => {
                     // One error per role: the others would repeat it.
                     failed.push(kind);
@@ -668,13 +817,14 @@ pub fn check(job: &Job) -> Vec<Finding> {
             }
         }
     }
-    found
+    let findings = found
         .into_iter()
         .map(|(f, mut roles)| {
             roles.sort();
             f.of_roles(&roles)
         })
-        .collect()
+        .collect();
+    Checked { findings, grown }
 }
 
 /// The pod templates of a generated object.
@@ -758,5 +908,26 @@ mod tests {
             ["`spec.hostNetwork`", "container `side`", "the volume types"]
         );
         assert!(pod_security_changes(&before, &before).is_empty());
+    }
+
+    /// Two containers of one name, one privileged and one as before: the
+    /// second does not hide the first.
+    #[test]
+    fn pod_security_sees_every_container_of_a_name() {
+        let safe = json!({"allowPrivilegeEscalation": false});
+        let before =
+            json!({"spec": {"containers": [{"name": "tensorflow", "securityContext": safe}]}});
+        let after = json!({"spec": {
+            "containers": [{"name": "tensorflow", "securityContext": {"privileged": true}}],
+            "initContainers": [{"name": "tensorflow", "securityContext": safe}]
+        }});
+        assert_eq!(
+            pod_security_changes(&before, &after),
+            ["container `tensorflow`"]
+        );
+        // Order and list do not matter, only the settings.
+        let moved =
+            json!({"spec": {"initContainers": [{"name": "tensorflow", "securityContext": safe}]}});
+        assert!(pod_security_changes(&before, &moved).is_empty());
     }
 }
