@@ -90,7 +90,7 @@ pub fn files(s: &Starter) -> Result<Vec<(String, String)>, Diagnostic> {
 }
 
 /// Writes the starter files, all or none, refusing to overwrite any unless
-/// `force` and to write through a symlink at all ([`check`], [`write`]).
+/// `force` and to write through a symlink at all ([`check`], [`write()`]).
 /// Returns the paths written, relative to `dir`; messages name paths as
 /// seen from `cwd`.
 pub fn init(
@@ -305,7 +305,7 @@ fn symlink(path: &str) -> Diagnostic {
     .hint("remove it (`--force` does not replace a symlink), or run `trainc init` in another directory")
 }
 
-/// What a failed [`write`] takes back: the files it put in place that were
+/// What a failed [`write()`] takes back: the files it put in place that were
 /// not there, and the directories it made, newest first. Replaced files
 /// keep their new text: their old one is gone.
 #[derive(Default)]
