@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# Starts and stops a local Kubernetes control plane for the cluster tests:
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler built by
+# tests/cluster/build.sh, plus kwok for fake nodes when it is built. Every
+# server listens on 127.0.0.1 only, on ports the kernel picked as free.
+#
+# Usage: tests/cluster/cluster.sh up|down|smoke
+#   up     generate certificates, start the components, wait until ready and
+#          write target/cluster/run/kubeconfig
+#   down   stop what `up` started (by the process ids it recorded)
+#   smoke  check /readyz, apply a restricted Namespace and a Job, and wait for
+#          the Job controller to create its Pod (and, with kwok, to complete it)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster=${TRAINC_CLUSTER_DIR:-$root/target/cluster}
+bin=$cluster/bin
+run=$cluster/run
+pki=$run/pki
+logs=$run/logs
+pids=$run/pids
+kubeconfig=$run/kubeconfig
+kubectl=${TRAINC_KUBECTL:-$root/target/tools/kubectl/kubectl}
+if [[ ! -x $kubectl ]]; then kubectl=/work/main/target/tools/kubectl/kubectl; fi
+
+# The cluster's own address ranges. No traffic goes there: nothing runs
+# pods, and kube-proxy is absent. They only feed the API's IP allocators.
+service_cidr=10.96.0.0/16
+service_ip=10.96.0.1
+
+die() {
+	echo "cluster.sh: $*" >&2
+	exit 1
+}
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# new_ca NAME: a self-signed certificate authority.
+new_ca() {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 30 -sha256 \
+		-keyout "$pki/$1.key" -out "$pki/$1.crt" -subj "/CN=trainc-test-$1" \
+		-addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+}
+
+# issue CA NAME SUBJECT EXTENSIONS: a key and a certificate signed by CA.
+issue() {
+	openssl req -new -newkey rsa:2048 -nodes -keyout "$pki/$2.key" \
+		-subj "$3" -out "$pki/$2.csr" 2>/dev/null
+	openssl x509 -req -in "$pki/$2.csr" -CA "$pki/$1.crt" -CAkey "$pki/$1.key" \
+		-CAcreateserial -days 30 -sha256 -extfile <(printf '%s\n' "$4") \
+		-out "$pki/$2.crt" 2>/dev/null
+	rm -f "$pki/$2.csr"
+}
+
+make_pki() {
+	mkdir -p "$pki"
+	chmod 700 "$pki"
+	new_ca ca
+	local client="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+	issue ca apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:$service_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	# The identities the bootstrap RBAC policy already knows.
+	issue ca admin "/O=system:masters/CN=trainc-test-admin" "$client"
+	issue ca controller-manager "/CN=system:kube-controller-manager" "$client"
+	issue ca scheduler "/CN=system:kube-scheduler" "$client"
+	# The aggregation layer's own CA and client, so that the apiserver
+	# publishes a request-header CA and extension API servers (and the
+	# controllers' delegated authentication) find one.
+	new_ca front-proxy-ca
+	issue front-proxy-ca front-proxy-client "/CN=front-proxy-client" "$client"
+	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+
+# write_kubeconfig FILE IDENTITY
+write_kubeconfig() {
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: trainc-test
+  cluster:
+    server: https://127.0.0.1:$apiserver_port
+    certificate-authority: $pki/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $pki/$2.crt
+    client-key: $pki/$2.key
+contexts:
+- name: trainc-test
+  context:
+    cluster: trainc-test
+    user: $2
+current-context: trainc-test
+EOF
+}
+
+# start NAME ARGS...: runs a binary from $bin in its own session, logging to
+# $logs/NAME.log and recording its process id in $pids/NAME.
+start() {
+	local name=$1
+	shift
+	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
+	setsid "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
+	echo $! >"$pids/$name"
+}
+
+# wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds.
+wait_for() {
+	local what=$1 deadline=$((SECONDS + $2))
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			die "$what did not become ready; see $logs/"
+		fi
+		sleep 0.5
+	done
+}
+
+running() {
+	local pid
+	pid=$(<"$pids/$1") && kill -0 "$pid" 2>/dev/null
+}
+
+k() {
+	"$kubectl" --kubeconfig "$kubeconfig" "$@"
+}
+
+up() {
+	if [[ -d $pids ]] && compgen -G "$pids/*" >/dev/null; then
+		die "a cluster is already running from $run; run '$0 down' first"
+	fi
+	rm -rf "$run"
+	mkdir -p "$logs" "$pids" "$run/etcd"
+	# A failed start leaves nothing running.
+	trap 'status=$?; if ((status != 0)); then down; fi; exit $status' EXIT
+	make_pki
+
+	local etcd_port etcd_peer_port
+	etcd_port=$(free_port)
+	etcd_peer_port=$(free_port)
+	apiserver_port=$(free_port)
+	start etcd --name=trainc-test --data-dir="$run/etcd" \
+		--listen-client-urls="http://127.0.0.1:$etcd_port" \
+		--advertise-client-urls="http://127.0.0.1:$etcd_port" \
+		--listen-peer-urls="http://127.0.0.1:$etcd_peer_port" \
+		--initial-advertise-peer-urls="http://127.0.0.1:$etcd_peer_port" \
+		--initial-cluster="trainc-test=http://127.0.0.1:$etcd_peer_port" \
+		--unsafe-no-fsync --log-level=warn
+	wait_for etcd 30 curl -fsS "http://127.0.0.1:$etcd_port/health"
+
+	# The endpoint reconciler is off: it would publish 127.0.0.1 as the
+	# kubernetes Service's endpoint, which validation refuses (loopback).
+	# Aggregator routing stays off: the default service resolver follows an
+	# ExternalName Service (localhost), which is how webhooks served by
+	# controllers running on this machine are reached.
+	start kube-apiserver \
+		--etcd-servers="http://127.0.0.1:$etcd_port" \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
+		--secure-port="$apiserver_port" \
+		--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+		--client-ca-file="$pki/ca.crt" \
+		--requestheader-client-ca-file="$pki/front-proxy-ca.crt" \
+		--requestheader-allowed-names=front-proxy-client \
+		--requestheader-username-headers=X-Remote-User \
+		--requestheader-group-headers=X-Remote-Group \
+		--requestheader-extra-headers-prefix=X-Remote-Extra- \
+		--proxy-client-cert-file="$pki/front-proxy-client.crt" \
+		--proxy-client-key-file="$pki/front-proxy-client.key" \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$pki/sa.pub" \
+		--service-account-signing-key-file="$pki/sa.key" \
+		--service-cluster-ip-range="$service_cidr" \
+		--endpoint-reconciler-type=none \
+		--authorization-mode=Node,RBAC \
+		--enable-admission-plugins=NodeRestriction,PodSecurity \
+		--allow-privileged=true \
+		--cert-dir="$run/apiserver-certs"
+
+	write_kubeconfig "$kubeconfig" admin
+	write_kubeconfig "$run/controller-manager.kubeconfig" controller-manager
+	write_kubeconfig "$run/scheduler.kubeconfig" scheduler
+	wait_for kube-apiserver 120 k get --raw /readyz
+
+	start kube-controller-manager \
+		--kubeconfig="$run/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$run/controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$run/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port="$(free_port)" \
+		--leader-elect=false \
+		--use-service-account-credentials=true \
+		--service-account-private-key-file="$pki/sa.key" \
+		--root-ca-file="$pki/ca.crt" \
+		--cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+		--service-cluster-ip-range="$service_cidr"
+	start kube-scheduler \
+		--kubeconfig="$run/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$run/scheduler.kubeconfig" \
+		--authorization-kubeconfig="$run/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port="$(free_port)" \
+		--leader-elect=false
+	# The controller manager is ready once it has published the cluster CA
+	# into the default namespace.
+	wait_for kube-controller-manager 60 k -n default get configmap kube-root-ca.crt
+	running kube-scheduler || die "kube-scheduler exited; see $logs/kube-scheduler.log"
+
+	if [[ -x $bin/kwok ]]; then start_kwok; fi
+	echo "cluster.sh: up; export KUBECONFIG=$kubeconfig"
+}
+
+start_kwok() {
+	# kwok manages only the nodes labelled as its own, so a test can tell fake
+	# nodes from anything else.
+	start kwok \
+		--kubeconfig="$kubeconfig" \
+		--config="$here/kwok/kwok.yaml" \
+		--manage-nodes-with-label-selector=type=kwok \
+		--server-address="127.0.0.1:$(free_port)"
+	k apply --server-side -f "$here/kwok/nodes.yaml" >/dev/null
+	wait_for kwok 60 k wait --for=condition=Ready node --all --timeout=1s
+}
+
+down() {
+	[[ -d $pids ]] || return 0
+	local name pid
+	# Reverse start order: controllers first, etcd last.
+	for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+		[[ -f $pids/$name ]] || continue
+		pid=$(<"$pids/$name")
+		# Only a process still running our binary: the id may have been reused.
+		if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$bin/$name" ]]; then
+			kill -TERM "$pid"
+			for _ in $(seq 40); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.25
+			done
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		rm -f "$pids/$name"
+	done
+	echo "cluster.sh: down"
+}
+
+smoke() {
+	local with_kwok=false
+	if [[ -f $pids/kwok ]]; then with_kwok=true; fi
+	k get --raw /readyz
+	echo
+	k version 2>&1 | grep -i server
+	k apply --server-side -f "$here/smoke.yaml"
+	# PodSecurity admission enforces the namespace's level.
+	if k -n trainc-smoke run privileged --image=smoke.invalid/x --privileged \
+		--restart=Never --dry-run=server >"$run/psa.out" 2>&1; then
+		die "PodSecurity admitted a privileged pod into a restricted namespace"
+	fi
+	grep -o 'violates PodSecurity "restricted:latest"' "$run/psa.out"
+	# The Job controller creates the Pod.
+	wait_for "the smoke Job's Pod" 60 \
+		bash -c "'$kubectl' --kubeconfig '$kubeconfig' -n trainc-smoke get pods -l job-name=smoke -o name | grep -q ."
+	k -n trainc-smoke get pods -o wide
+	if $with_kwok; then
+		k -n trainc-smoke wait --for=condition=Complete job/smoke --timeout=60s
+		k -n trainc-smoke wait --for=condition=Failed job/smoke-gpu-fail --timeout=60s
+		k -n trainc-smoke get job,pods -o wide
+		k -n trainc-smoke get pods -l job-name=smoke-gpu-fail \
+			-o jsonpath='{.items[0].spec.nodeName} exit code {.items[0].status.containerStatuses[0].state.terminated.exitCode}{"\n"}'
+	fi
+}
+
+case ${1:-} in
+up) up ;;
+down) down ;;
+smoke) smoke ;;
+*)
+	echo "usage: $0 up|down|smoke" >&2
+	exit 2
+	;;
+esac
