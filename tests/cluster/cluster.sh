@@ -4,9 +4,11 @@
 # tests/cluster/build.sh, plus kwok for fake nodes when it is built. Every
 # server listens on 127.0.0.1 only, on ports the kernel picked as free.
 #
-# Usage: tests/cluster/cluster.sh up|down|smoke
+# Usage: tests/cluster/cluster.sh up [CONTROLLER...] | down | smoke
 #   up     generate certificates, start the components, wait until ready and
-#          write target/cluster/run/kubeconfig
+#          write target/cluster/run/kubeconfig; each CONTROLLER named (jobset,
+#          training-operator, kueue) is installed from its upstream manifests
+#          and run as a local process
 #   down   stop what `up` started (by the process ids it recorded)
 #   smoke  check /readyz, apply a restricted Namespace and a Job, and wait for
 #          the Job controller to create its Pod (and, with kwok, to complete it)
@@ -215,6 +217,16 @@ up() {
 	running kube-scheduler || die "kube-scheduler exited; see $logs/kube-scheduler.log"
 
 	if [[ -x $bin/kwok ]]; then start_kwok; fi
+	local controller
+	for controller in "$@"; do
+		case $controller in
+		jobset) start_jobset ;;
+		training-operator) start_training_operator ;;
+		kueue) start_kueue ;;
+		*) die "unknown controller $controller" ;;
+		esac
+	done
+	trap - EXIT
 	echo "cluster.sh: up; export KUBECONFIG=$kubeconfig"
 }
 
@@ -230,11 +242,112 @@ start_kwok() {
 	wait_for kwok 60 k wait --for=condition=Ready node --all --timeout=1s
 }
 
+# upstream_dir COMPONENT MODULE: the pinned upstream module's files, from the
+# module cache that build.sh filled.
+upstream_dir() {
+	(cd "$here/go/$1" && GOMODCACHE=$cluster/gomodcache GOPATH=$cluster/gopath \
+		GOCACHE=$cluster/gocache GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
+		go list -m -f '{{.Dir}}' "$2")
+}
+
+# install_upstream NAME KUSTOMIZATION WEBHOOK_PORT: applies a controller's
+# upstream install manifest, adapted to a controller running on this machine
+# (see adapt-install.py).
+install_upstream() {
+	mkdir -p "$run/$1"
+	k kustomize "$2" 2>/dev/null | k create --dry-run=client -o json -f - |
+		python3 "$here/adapt-install.py" "$3" >"$run/$1/install.json"
+	k apply --server-side -f "$run/$1/install.json" >/dev/null
+}
+
+# token_kubeconfig NAME NAMESPACE SERVICE_ACCOUNT: a kubeconfig with a token
+# of the controller's own service account, so that it runs with exactly the
+# permissions its upstream RBAC grants.
+token_kubeconfig() {
+	local token
+	token=$(k -n "$2" create token "$3" --duration=24h)
+	cat >"$run/$1/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: trainc-test
+  cluster:
+    server: https://127.0.0.1:$(api_port)
+    certificate-authority: $pki/ca.crt
+users:
+- name: $3
+  user:
+    token: $token
+contexts:
+- name: trainc-test
+  context:
+    cluster: trainc-test
+    user: $3
+    namespace: $2
+current-context: trainc-test
+EOF
+}
+
+api_port() {
+	sed -n 's|.*server: https://127.0.0.1:\([0-9]*\)$|\1|p' "$kubeconfig"
+}
+
+# start_controller NAME ARGS...: starts a controller with its own view of
+# /tmp/k8s-webhook-server/serving-certs (a private mount of
+# $run/NAME/certs): controller-runtime webhook servers and their certificate
+# rotators use that fixed path, and two controllers must not share it.
+start_controller() {
+	local name=$1
+	shift
+	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
+	mkdir -p "$run/$name/certs" /tmp/k8s-webhook-server/serving-certs
+	KUBECONFIG=$run/$name/kubeconfig setsid unshare --mount --propagation private \
+		sh -c 'mount --bind "$1" /tmp/k8s-webhook-server/serving-certs && shift && exec "$@"' \
+		sh "$run/$name/certs" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
+	echo $! >"$pids/$name"
+}
+
+# mount_secret NAME NAMESPACE SECRET: does what the kubelet does for the
+# Secret volume of the controller's Deployment: once the controller's
+# certificate rotator has filled the Secret, its keys become files in the
+# controller's certificate directory. (The rotator waits for those files.)
+mount_secret() {
+	local key certs=$run/$1/certs
+	wait_for "the $2/$3 Secret" 120 \
+		bash -c "'$kubectl' --kubeconfig '$kubeconfig' -n '$2' get secret '$3' -o jsonpath='{.data.tls\\.key}' | grep -q ."
+	for key in ca.crt tls.crt tls.key; do
+		k -n "$2" get secret "$3" -o jsonpath="{.data.${key//./\\.}}" | base64 -d >"$certs/.$key"
+		mv -f "$certs/.$key" "$certs/$key"
+	done
+}
+
+start_jobset() {
+	local dir webhook_port probe_port
+	dir=$(upstream_dir jobset sigs.k8s.io/jobset)
+	webhook_port=$(free_port)
+	probe_port=$(free_port)
+	install_upstream jobset-controller "$dir/config/default" "$webhook_port"
+	token_kubeconfig jobset-controller jobset-system jobset-controller-manager
+	# Upstream's defaults (internal certificate management included), but
+	# listening on 127.0.0.1 only, without leader election or metrics.
+	cat >"$run/jobset-controller/config.yaml" <<EOF
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection: {leaderElect: false}
+webhook: {host: 127.0.0.1, port: $webhook_port}
+health: {healthProbeBindAddress: "127.0.0.1:$probe_port"}
+metrics: {bindAddress: "0"}
+EOF
+	start_controller jobset-controller --config="$run/jobset-controller/config.yaml"
+	mount_secret jobset-controller jobset-system jobset-webhook-server-cert
+	wait_for jobset-controller 120 curl -fsS "http://127.0.0.1:$probe_port/readyz"
+}
+
 down() {
 	[[ -d $pids ]] || return 0
 	local name pid
 	# Reverse start order: controllers first, etcd last.
-	for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+	for name in kueue training-operator jobset-controller kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		[[ -f $pids/$name ]] || continue
 		pid=$(<"$pids/$name")
 		# Only a process still running our binary: the id may have been reused.
@@ -275,10 +388,18 @@ smoke() {
 		k -n trainc-smoke get pods -l job-name=smoke-gpu-fail \
 			-o jsonpath='{.items[0].spec.nodeName} exit code {.items[0].status.containerStatuses[0].state.terminated.exitCode}{"\n"}'
 	fi
+	if [[ -f $pids/jobset-controller ]]; then
+		k apply --server-side -f "$here/smoke-jobset.yaml"
+		k -n trainc-smoke wait --for=condition=Completed jobset/smoke --timeout=120s
+		k -n trainc-smoke get jobs -l jobset.sigs.k8s.io/jobset-name=smoke
+	fi
 }
 
 case ${1:-} in
-up) up ;;
+up)
+	shift
+	up "$@"
+	;;
 down) down ;;
 smoke) smoke ;;
 *)
