@@ -107,14 +107,26 @@ current-context: trainc-test
 EOF
 }
 
+# start_time PID: when the process started (in clock ticks since boot); with
+# the id it names one process, even after the id is reused.
+start_time() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
+}
+
+# track NAME PID: records a process that `down` stops, in start order.
+track() {
+	echo "$2 $(start_time "$2")" >"$pids/$1"
+	echo "$1" >>"$run/started"
+}
+
 # start NAME ARGS...: runs a binary from $bin in its own session, logging to
-# $logs/NAME.log and recording its process id in $pids/NAME.
+# $logs/NAME.log.
 start() {
 	local name=$1
 	shift
 	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
 	setsid "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
-	echo $! >"$pids/$name"
+	track "$name" $!
 }
 
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds.
@@ -130,8 +142,8 @@ wait_for() {
 }
 
 running() {
-	local pid
-	pid=$(<"$pids/$1") && kill -0 "$pid" 2>/dev/null
+	local pid started
+	read -r pid started <"$pids/$1" && [[ $(start_time "$pid") == "$started" ]]
 }
 
 k() {
@@ -139,7 +151,7 @@ k() {
 }
 
 up() {
-	if [[ -d $pids ]] && compgen -G "$pids/*" >/dev/null; then
+	if [[ -f $run/started ]]; then
 		die "a cluster is already running from $run; run '$0 down' first"
 	fi
 	rm -rf "$run"
@@ -266,7 +278,7 @@ install_upstream() {
 token_kubeconfig() {
 	local token
 	token=$(k -n "$2" create token "$3" --duration=24h)
-	cat >"$run/$1/kubeconfig" <<EOF
+	cat >"$run/$1/.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -286,6 +298,7 @@ contexts:
     namespace: $2
 current-context: trainc-test
 EOF
+	mv "$run/$1/.kubeconfig" "$run/$1/kubeconfig"
 }
 
 api_port() {
@@ -304,7 +317,53 @@ start_controller() {
 	KUBECONFIG=$run/$name/kubeconfig setsid unshare --mount --propagation private \
 		sh -c 'mount --bind "$1" /tmp/k8s-webhook-server/serving-certs && shift && exec "$@"' \
 		sh "$run/$name/certs" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
-	echo $! >"$pids/$name"
+	track "$name" $!
+}
+
+# start_jailed NAME ARGS...: like start_controller, for a controller that
+# listens on all interfaces and has no option to listen on 127.0.0.1 only:
+# it runs in a network namespace of its own whose only interface is its
+# loopback. forward.py carries its calls to the API server in, and
+# `forward NAME PORT` carries calls to one of its ports out.
+start_jailed() {
+	local name=$1 api pid
+	shift
+	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
+	api=$(api_port)
+	mkdir -p "$run/$name/certs" /tmp/k8s-webhook-server/serving-certs
+	# Inside, the controller starts once its kubeconfig is written and the
+	# API server's port answers.
+	KUBECONFIG=$run/$name/kubeconfig setsid unshare --mount --net --propagation private \
+		bash -c 'ip link set lo up && mount --bind "$1" /tmp/k8s-webhook-server/serving-certs || exit 1
+			until [[ -s $KUBECONFIG ]] && (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; do sleep 0.2; done
+			shift 2 && exec "$@"' \
+		bash "$run/$name/certs" "$api" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
+	pid=$!
+	track "$name" "$pid"
+	wait_for "$name's network namespace" 10 \
+		bash -c "[[ \$(readlink /proc/$pid/ns/net) != \$(readlink /proc/self/ns/net) ]]"
+	echo "/proc/$pid/ns/net" >"$run/$name/netns"
+	setsid python3 "$here/forward.py" "/proc/$pid/ns/net" "$api" - "$api" \
+		</dev/null >"$logs/$name-api-forward.log" 2>&1 &
+	track "$name-api-forward" $!
+}
+
+# forward NAME PORT: a port on this machine's 127.0.0.1 that leads to PORT
+# inside the network namespace of NAME (see start_jailed); prints it.
+forward() {
+	local port
+	port=$(free_port)
+	setsid python3 "$here/forward.py" - "$port" "$(<"$run/$1/netns")" "$2" \
+		</dev/null >"$logs/$1-$2-forward.log" 2>&1 &
+	track "$1-$2-forward" $!
+	echo "$port"
+}
+
+# in_jail NAME COMMAND...: runs COMMAND in NAME's network namespace.
+in_jail() {
+	local name=$1
+	shift
+	nsenter --net="$(<"$run/$name/netns")" "$@"
 }
 
 # mount_secret NAME NAMESPACE SECRET: does what the kubelet does for the
@@ -319,6 +378,19 @@ mount_secret() {
 		k -n "$2" get secret "$3" -o jsonpath="{.data.${key//./\\.}}" | base64 -d >"$certs/.$key"
 		mv -f "$certs/.$key" "$certs/$key"
 	done
+}
+
+start_training_operator() {
+	local dir webhook_port
+	dir=$(upstream_dir training-operator github.com/kubeflow/training-operator)
+	# Upstream's flags are its defaults; so it listens on all interfaces
+	# (webhooks on 9443, probes on 8081, metrics on 8080) inside its jail.
+	start_jailed training-operator
+	webhook_port=$(forward training-operator 9443)
+	install_upstream training-operator "$dir/manifests/overlays/standalone" "$webhook_port"
+	token_kubeconfig training-operator kubeflow training-operator
+	mount_secret training-operator kubeflow training-operator-webhook-cert
+	wait_for training-operator 120 in_jail training-operator curl -fsS http://127.0.0.1:8081/readyz
 }
 
 start_jobset() {
@@ -344,23 +416,24 @@ EOF
 }
 
 down() {
-	[[ -d $pids ]] || return 0
+	[[ -f $run/started ]] || return 0
 	local name pid
 	# Reverse start order: controllers first, etcd last.
-	for name in kueue training-operator jobset-controller kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+	for name in $(tac "$run/started"); do
 		[[ -f $pids/$name ]] || continue
-		pid=$(<"$pids/$name")
-		# Only a process still running our binary: the id may have been reused.
-		if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$bin/$name" ]]; then
+		# Only the process that was started: its id may have been reused.
+		if running "$name"; then
+			read -r pid _ <"$pids/$name"
 			kill -TERM "$pid"
 			for _ in $(seq 40); do
-				kill -0 "$pid" 2>/dev/null || break
+				running "$name" || break
 				sleep 0.25
 			done
-			kill -KILL "$pid" 2>/dev/null || true
+			if running "$name"; then kill -KILL "$pid"; fi
 		fi
 		rm -f "$pids/$name"
 	done
+	rm -f "$run/started"
 	echo "cluster.sh: down"
 }
 
@@ -392,6 +465,20 @@ smoke() {
 		k apply --server-side -f "$here/smoke-jobset.yaml"
 		k -n trainc-smoke wait --for=condition=Completed jobset/smoke --timeout=120s
 		k -n trainc-smoke get jobs -l jobset.sigs.k8s.io/jobset-name=smoke
+	fi
+	if [[ -f $pids/training-operator ]]; then
+		k apply --server-side -f "$here/smoke-training-operator.yaml"
+		k -n trainc-smoke wait --for=condition=Succeeded tfjob/smoke pytorchjob/smoke --timeout=120s
+		# Its validating webhook answers.
+		if k apply --dry-run=server -f - >"$run/webhook.out" 2>&1 <<EOF; then
+{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+ "metadata": {"name": "invalid", "namespace": "trainc-smoke"},
+ "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 2,
+   "template": {"spec": {"containers": [{"name": "main", "image": "smoke.invalid/x"}]}}}}}}
+EOF
+			die "the training-operator's webhook admitted an invalid PyTorchJob"
+		fi
+		grep -o 'admission webhook "[^"]*" denied the request' "$run/webhook.out"
 	fi
 }
 
