@@ -9,9 +9,10 @@ JSON List on stdout:
 - Services become ExternalName Services for localhost, which the apiserver's
   service resolver follows; so webhook calls reach 127.0.0.1.
 - Webhook configurations and CRD conversion webhooks call the controller's
-  webhook port (an ExternalName Service has no port mapping).
+  webhook port (an ExternalName Service has no port mapping), and
+  APIServices its aggregated API server's port.
 
-Usage: adapt-install.py WEBHOOK_PORT < upstream.json > adapted.json
+Usage: adapt-install.py WEBHOOK_PORT [API_PORT] < upstream.json > adapted.json
 """
 
 import json
@@ -32,7 +33,7 @@ def point_at(client_config, port):
         service["port"] = port
 
 
-def adapt(obj, port):
+def adapt(obj, port, api_port):
     kind = obj.get("kind")
     if kind == "Deployment":
         return None
@@ -45,6 +46,8 @@ def adapt(obj, port):
         webhook = obj["spec"].get("conversion", {}).get("webhook")
         if webhook is not None:
             point_at(webhook["clientConfig"], port)
+    elif kind == "APIService" and api_port is not None:
+        point_at(obj["spec"], api_port)
     return obj
 
 
@@ -65,8 +68,9 @@ def read_objects(text):
 
 def main():
     port = int(sys.argv[1])
+    api_port = int(sys.argv[2]) if len(sys.argv) > 2 else None
     items = read_objects(sys.stdin.read())
-    adapted = [obj for obj in (adapt(item, port) for item in items) if obj is not None]
+    adapted = [obj for obj in (adapt(item, port, api_port) for item in items) if obj is not None]
     json.dump({"apiVersion": "v1", "kind": "List", "items": adapted}, sys.stdout, indent=1)
 
 

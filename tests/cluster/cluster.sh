@@ -18,6 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=${TRAINC_CLUSTER_DIR:-$root/target/cluster}
 bin=$cluster/bin
+case $cluster in
+/run/* | /var/run/*)
+	echo "cluster.sh: TRAINC_CLUSTER_DIR may not be under /run (controllers get their own /run)" >&2
+	exit 2
+	;;
+esac
 run=$cluster/run
 pki=$run/pki
 logs=$run/logs
@@ -262,94 +268,82 @@ upstream_dir() {
 		go list -m -f '{{.Dir}}' "$2")
 }
 
-# install_upstream NAME KUSTOMIZATION WEBHOOK_PORT: applies a controller's
-# upstream install manifest, adapted to a controller running on this machine
-# (see adapt-install.py).
+# install_upstream NAME KUSTOMIZATION WEBHOOK_PORT [API_PORT]: applies a
+# controller's upstream install manifest, adapted to a controller running on
+# this machine (see adapt-install.py).
 install_upstream() {
 	mkdir -p "$run/$1"
 	k kustomize "$2" 2>/dev/null | k create --dry-run=client -o json -f - |
-		python3 "$here/adapt-install.py" "$3" >"$run/$1/install.json"
+		python3 "$here/adapt-install.py" "${@:3}" >"$run/$1/install.json"
 	k apply --server-side -f "$run/$1/install.json" >/dev/null
-}
-
-# token_kubeconfig NAME NAMESPACE SERVICE_ACCOUNT: a kubeconfig with a token
-# of the controller's own service account, so that it runs with exactly the
-# permissions its upstream RBAC grants.
-token_kubeconfig() {
-	local token
-	token=$(k -n "$2" create token "$3" --duration=24h)
-	cat >"$run/$1/.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: trainc-test
-  cluster:
-    server: https://127.0.0.1:$(api_port)
-    certificate-authority: $pki/ca.crt
-users:
-- name: $3
-  user:
-    token: $token
-contexts:
-- name: trainc-test
-  context:
-    cluster: trainc-test
-    user: $3
-    namespace: $2
-current-context: trainc-test
-EOF
-	mv "$run/$1/.kubeconfig" "$run/$1/kubeconfig"
 }
 
 api_port() {
 	sed -n 's|.*server: https://127.0.0.1:\([0-9]*\)$|\1|p' "$kubeconfig"
 }
 
-# start_controller NAME ARGS...: starts a controller with its own view of
-# /tmp/k8s-webhook-server/serving-certs (a private mount of
-# $run/NAME/certs): controller-runtime webhook servers and their certificate
-# rotators use that fixed path, and two controllers must not share it.
-start_controller() {
-	local name=$1
-	shift
-	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
-	mkdir -p "$run/$name/certs" /tmp/k8s-webhook-server/serving-certs
-	KUBECONFIG=$run/$name/kubeconfig setsid unshare --mount --propagation private \
-		sh -c 'mount --bind "$1" /tmp/k8s-webhook-server/serving-certs && shift && exec "$@"' \
-		sh "$run/$name/certs" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
-	track "$name" $!
-}
-
-# start_jailed NAME ARGS...: like start_controller, for a controller that
-# listens on all interfaces and has no option to listen on 127.0.0.1 only:
-# it runs in a network namespace of its own whose only interface is its
-# loopback. forward.py carries its calls to the API server in, and
-# `forward NAME PORT` carries calls to one of its ports out.
-start_jailed() {
-	local name=$1 api pid
-	shift
+# start_pod NAME host|jail ARGS...: starts a controller the way its
+# Deployment's Pod would run, as far as it can tell:
+# - /run/secrets/kubernetes.io/serviceaccount holds its service account's
+#   token, the cluster CA and its namespace (see pod_files), and
+#   KUBERNETES_SERVICE_HOST/PORT lead to the API server: client-go's
+#   in-cluster configuration works, with exactly the permissions that the
+#   upstream RBAC grants;
+# - /tmp/k8s-webhook-server/serving-certs (the path controller-runtime's
+#   webhook server and certificate rotators use) is a mount of
+#   $run/NAME/certs that no other controller shares.
+# Both are mounts in a mount namespace of its own; /run there is a tmpfs.
+# With "jail", it also runs in a network namespace of its own whose only
+# interface is its loopback: for a controller that listens on all
+# interfaces and has no option to listen on 127.0.0.1 only. forward.py
+# carries its calls to the API server in, and `forward NAME PORT` carries
+# calls to one of its ports out.
+# The controller starts once its token is written and the API server's port
+# answers.
+start_pod() {
+	local name=$1 mode=$2 api pid
+	shift 2
 	[[ -x $bin/$name ]] || die "$bin/$name is missing: run tests/cluster/build.sh"
 	api=$(api_port)
-	mkdir -p "$run/$name/certs" /tmp/k8s-webhook-server/serving-certs
-	# Inside, the controller starts once its kubeconfig is written and the
-	# API server's port answers.
-	KUBECONFIG=$run/$name/kubeconfig setsid unshare --mount --net --propagation private \
-		bash -c 'ip link set lo up && mount --bind "$1" /tmp/k8s-webhook-server/serving-certs || exit 1
-			until [[ -s $KUBECONFIG ]] && (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; do sleep 0.2; done
-			shift 2 && exec "$@"' \
-		bash "$run/$name/certs" "$api" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
+	mkdir -p "$run/$name/certs" "$run/$name/serviceaccount" /tmp/k8s-webhook-server/serving-certs
+	local namespaces=(--mount --propagation private)
+	if [[ $mode == jail ]]; then namespaces+=(--net); fi
+	KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$api \
+		setsid unshare "${namespaces[@]}" bash -c '
+			set -e
+			if [[ $3 == jail ]]; then ip link set lo up; fi
+			sa=/run/secrets/kubernetes.io/serviceaccount
+			certs=/tmp/k8s-webhook-server/serving-certs
+			mount --bind "$1/certs" "$certs"
+			mount -t tmpfs tmpfs /run && mkdir -p "$sa" && mount --bind "$1/serviceaccount" "$sa"
+			until [[ -s $sa/token ]] && (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; do sleep 0.2; done
+			shift 3
+			exec "$@"' \
+		bash "$run/$name" "$api" "$mode" "$bin/$name" "$@" </dev/null >"$logs/$name.log" 2>&1 &
 	pid=$!
 	track "$name" "$pid"
-	wait_for "$name's network namespace" 10 \
-		bash -c "[[ \$(readlink /proc/$pid/ns/net) != \$(readlink /proc/self/ns/net) ]]"
-	echo "/proc/$pid/ns/net" >"$run/$name/netns"
-	setsid python3 "$here/forward.py" "/proc/$pid/ns/net" "$api" - "$api" \
-		</dev/null >"$logs/$name-api-forward.log" 2>&1 &
-	track "$name-api-forward" $!
+	if [[ $mode == jail ]]; then
+		wait_for "$name's network namespace" 10 \
+			bash -c "[[ \$(readlink /proc/$pid/ns/net) != \$(readlink /proc/self/ns/net) ]]"
+		echo "/proc/$pid/ns/net" >"$run/$name/netns"
+		setsid python3 "$here/forward.py" "/proc/$pid/ns/net" "$api" - "$api" \
+			</dev/null >"$logs/$name-api-forward.log" 2>&1 &
+		track "$name-api-forward" $!
+	fi
+}
+
+# pod_files NAME NAMESPACE SERVICE_ACCOUNT: what the kubelet writes into a
+# Pod's service account volume.
+pod_files() {
+	local dir=$run/$1/serviceaccount
+	cp "$pki/ca.crt" "$dir/ca.crt"
+	printf '%s' "$2" >"$dir/namespace"
+	k -n "$2" create token "$3" --duration=24h >"$dir/.token"
+	mv "$dir/.token" "$dir/token"
 }
 
 # forward NAME PORT: a port on this machine's 127.0.0.1 that leads to PORT
-# inside the network namespace of NAME (see start_jailed); prints it.
+# inside the network namespace of NAME (see start_pod); prints it.
 forward() {
 	local port
 	port=$(free_port)
@@ -384,13 +378,48 @@ start_training_operator() {
 	local dir webhook_port
 	dir=$(upstream_dir training-operator github.com/kubeflow/training-operator)
 	# Upstream's flags are its defaults; so it listens on all interfaces
-	# (webhooks on 9443, probes on 8081, metrics on 8080) inside its jail.
-	start_jailed training-operator
+	# (webhooks on 9443, probes on 8081, metrics on 8080): in a jail.
+	# MY_POD_NAMESPACE is what its Deployment sets.
+	MY_POD_NAMESPACE=kubeflow start_pod training-operator jail
 	webhook_port=$(forward training-operator 9443)
 	install_upstream training-operator "$dir/manifests/overlays/standalone" "$webhook_port"
-	token_kubeconfig training-operator kubeflow training-operator
+	pod_files training-operator kubeflow training-operator
 	mount_secret training-operator kubeflow training-operator-webhook-cert
 	wait_for training-operator 120 in_jail training-operator curl -fsS http://127.0.0.1:8081/readyz
+}
+
+start_kueue() {
+	local dir webhook_port probe_port visibility_port
+	dir=$(upstream_dir kueue sigs.k8s.io/kueue)
+	webhook_port=$(free_port)
+	probe_port=$(free_port)
+	visibility_port=$(free_port)
+	install_upstream kueue "$dir/config/default" "$webhook_port" "$visibility_port"
+	# Upstream's configuration, but listening on 127.0.0.1 only, without
+	# leader election or metrics, and integrating only the job kinds trainc
+	# writes.
+	cat >"$run/kueue/config.yaml" <<EOF
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+leaderElection: {leaderElect: false}
+health: {healthProbeBindAddress: "127.0.0.1:$probe_port"}
+metrics: {bindAddress: "0"}
+webhook: {host: 127.0.0.1, port: $webhook_port}
+visibilityServer: {bindAddress: 127.0.0.1, bindPort: $visibility_port}
+clientConnection: {qps: 50, burst: 100}
+integrations:
+  frameworks:
+  - batch/job
+  - jobset.x-k8s.io/jobset
+  - kubeflow.org/pytorchjob
+  - kubeflow.org/tfjob
+  - trainer.kubeflow.org/trainjob
+EOF
+	start_pod kueue host --config="$run/kueue/config.yaml"
+	pod_files kueue kueue-system kueue-controller-manager
+	mount_secret kueue kueue-system kueue-webhook-server-cert
+	wait_for kueue 120 curl -fsS "http://127.0.0.1:$probe_port/readyz"
 }
 
 start_jobset() {
@@ -399,7 +428,6 @@ start_jobset() {
 	webhook_port=$(free_port)
 	probe_port=$(free_port)
 	install_upstream jobset-controller "$dir/config/default" "$webhook_port"
-	token_kubeconfig jobset-controller jobset-system jobset-controller-manager
 	# Upstream's defaults (internal certificate management included), but
 	# listening on 127.0.0.1 only, without leader election or metrics.
 	cat >"$run/jobset-controller/config.yaml" <<EOF
@@ -410,7 +438,8 @@ webhook: {host: 127.0.0.1, port: $webhook_port}
 health: {healthProbeBindAddress: "127.0.0.1:$probe_port"}
 metrics: {bindAddress: "0"}
 EOF
-	start_controller jobset-controller --config="$run/jobset-controller/config.yaml"
+	start_pod jobset-controller host --config="$run/jobset-controller/config.yaml"
+	pod_files jobset-controller jobset-system jobset-controller-manager
 	mount_secret jobset-controller jobset-system jobset-webhook-server-cert
 	wait_for jobset-controller 120 curl -fsS "http://127.0.0.1:$probe_port/readyz"
 }
@@ -479,6 +508,15 @@ EOF
 			die "the training-operator's webhook admitted an invalid PyTorchJob"
 		fi
 		grep -o 'admission webhook "[^"]*" denied the request' "$run/webhook.out"
+	fi
+	if [[ -f $pids/kueue ]]; then
+		k apply --server-side -f "$here/smoke-kueue.yaml"
+		# Quota for one: the first Job runs, the second waits its turn.
+		k -n trainc-smoke wait --for=jsonpath='{.spec.suspend}'=false job/queued-1 --timeout=60s
+		k -n trainc-smoke get workloads
+		k get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/smoke/pendingworkloads |
+			grep -o '"name":"job-queued-2-[^"]*"'
+		k -n trainc-smoke wait --for=condition=Complete job/queued-1 job/queued-2 --timeout=60s
 	fi
 }
 
