@@ -7,8 +7,8 @@
 # Usage: tests/cluster/cluster.sh up [CONTROLLER...] | down | smoke
 #   up     generate certificates, start the components, wait until ready and
 #          write target/cluster/run/kubeconfig; each CONTROLLER named (jobset,
-#          training-operator, kueue) is installed from its upstream manifests
-#          and run as a local process
+#          training-operator, kueue, trainer) is installed from its upstream
+#          manifests and run as a local process; trainer needs jobset first
 #   down   stop what `up` started (by the process ids it recorded)
 #   smoke  check /readyz, apply a restricted Namespace and a Job, and wait for
 #          the Job controller to create its Pod (and, with kwok, to complete it)
@@ -241,6 +241,7 @@ up() {
 		jobset) start_jobset ;;
 		training-operator) start_training_operator ;;
 		kueue) start_kueue ;;
+		trainer) start_trainer ;;
 		*) die "unknown controller $controller" ;;
 		esac
 	done
@@ -422,6 +423,45 @@ EOF
 	wait_for kueue 120 curl -fsS "http://127.0.0.1:$probe_port/readyz"
 }
 
+start_trainer() {
+	local upstream manifests webhook_port probe_port kustomization=$run/trainer-controller-manager/kustomize
+	upstream=$(upstream_dir trainer github.com/kubeflow/trainer/v2)/manifests
+	webhook_port=$(free_port)
+	probe_port=$(free_port)
+	# Upstream's manager overlay, less the JobSet release it would download
+	# (start_jobset installs JobSet) and less its Namespace file.
+	mkdir -p "$kustomization"
+	# kustomize takes relative paths only.
+	manifests=$(realpath --relative-to="$kustomization" "$upstream")
+	cat >"$kustomization/kustomization.yaml" <<EOF
+namespace: kubeflow-system
+resources:
+- $manifests/base/crds
+- $manifests/base/manager
+- $manifests/base/rbac
+- $manifests/base/webhook
+secretGenerator:
+- name: kubeflow-trainer-webhook-cert
+  options: {disableNameSuffixHash: true}
+EOF
+	k create namespace kubeflow-system >/dev/null
+	install_upstream trainer-controller-manager "$kustomization" "$webhook_port"
+	cat >"$run/trainer-controller-manager/config.yaml" <<EOF
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+leaderElection: {leaderElect: false}
+health: {healthProbeBindAddress: "127.0.0.1:$probe_port", readinessEndpointName: readyz, livenessEndpointName: healthz}
+metrics: {bindAddress: "0"}
+webhook: {host: 127.0.0.1, port: $webhook_port}
+EOF
+	start_pod trainer-controller-manager host --config="$run/trainer-controller-manager/config.yaml"
+	pod_files trainer-controller-manager kubeflow-system kubeflow-trainer-controller-manager
+	mount_secret trainer-controller-manager kubeflow-system kubeflow-trainer-webhook-cert
+	wait_for trainer-controller-manager 120 curl -fsS "http://127.0.0.1:$probe_port/readyz"
+	# Upstream's runtimes, once its webhooks answer.
+	k kustomize "$upstream/overlays/runtimes" 2>/dev/null | k apply --server-side -f - >/dev/null
+}
+
 start_jobset() {
 	local dir webhook_port probe_port
 	dir=$(upstream_dir jobset sigs.k8s.io/jobset)
@@ -517,6 +557,11 @@ EOF
 		k get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/smoke/pendingworkloads |
 			grep -o '"name":"job-queued-2-[^"]*"'
 		k -n trainc-smoke wait --for=condition=Complete job/queued-1 job/queued-2 --timeout=60s
+	fi
+	if [[ -f $pids/trainer-controller-manager ]]; then
+		k apply --server-side -f "$here/smoke-trainer.yaml"
+		k -n trainc-smoke-trainer wait --for=condition=Complete trainjob/smoke --timeout=120s
+		k -n trainc-smoke-trainer get trainjob,jobset,jobs
 	fi
 }
 
