@@ -1,0 +1,426 @@
+//! trainc's output on a real control plane: a Kubernetes 1.34 API server
+//! with the PodSecurity admission plugin, the controller manager (Job,
+//! EndpointSlice, garbage collector and PersistentVolume controllers), the
+//! scheduler, kwok's fake nodes, and the JobSet controller and Kubeflow
+//! training-operator, all built from source and started by
+//! `tests/cluster/cluster.sh` (docs/development.md, "The cluster tests").
+//! Nothing here re-implements a controller: every behaviour asserted is
+//! what the real components did with what `trainc build` wrote, applied
+//! as a user would (`kubectl apply --server-side -k`).
+//!
+//! kwok plays each pod: it runs, then succeeds; a pod labelled
+//! `trainc.test/outcome: fail` fails, one labelled `running` keeps running
+//! (tests/cluster/kwok/kwok.yaml). The tests set those labels by editing
+//! the generated files, never by changing trainc.
+//!
+//! `tests/run.sh` starts the cluster once and sets
+//! `TRAINC_CLUSTER_KUBECONFIG`; without it the tests are skipped (failed
+//! under `TRAINC_REQUIRE_TOOLS`). Each test works in namespaces of its own.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{run, scratch_example, stderr};
+use serde_json::Value;
+
+/// The control plane `tests/run.sh` started, and the kubectl to reach it.
+struct Cluster {
+    kubectl: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+/// The cluster, or `None` (skip) when none was started outside CI.
+fn cluster() -> Option<Cluster> {
+    let kubeconfig = std::env::var_os("TRAINC_CLUSTER_KUBECONFIG").map(PathBuf::from);
+    let kubectl = common::tool("TRAINC_KUBECTL", "kubectl");
+    match (kubeconfig, kubectl) {
+        (Some(kubeconfig), Some(kubectl)) if kubeconfig.is_file() => Some(Cluster {
+            kubectl,
+            kubeconfig,
+        }),
+        _ => {
+            assert!(
+                std::env::var_os("TRAINC_REQUIRE_TOOLS").is_none(),
+                "the cluster tests need a control plane: `bash tests/cluster/test.sh`, or `bash tests/run.sh`, starts one"
+            );
+            eprintln!("skipping: no control plane (TRAINC_CLUSTER_KUBECONFIG is not set)");
+            None
+        }
+    }
+}
+
+/// How long a controller may take to do what a test waits for: far more
+/// than it needs on an idle machine (seconds), for a loaded CI runner.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+impl Cluster {
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(&self.kubectl)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// `kubectl ARGS`, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args);
+        assert!(o.status.success(), "kubectl {args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// `kubectl get ARGS -o json`.
+    fn get(&self, args: &[&str]) -> Value {
+        let mut all = vec!["get"];
+        all.extend(args);
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all)).expect("JSON from kubectl")
+    }
+
+    /// A namespace that enforces (and warns and audits) the `restricted`
+    /// Pod Security profile, as docs/output.md recommends.
+    fn restricted_namespace(&self, name: &str) {
+        self.ok(&["create", "namespace", name]);
+        self.ok(&[
+            "label",
+            "namespace",
+            name,
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/warn=restricted",
+            "pod-security.kubernetes.io/audit=restricted",
+        ]);
+    }
+
+    /// Waits until `probe` gives a value; panics with `what` and the last
+    /// state `describe` gives after [`PATIENCE`].
+    fn wait<T>(
+        &self,
+        what: &str,
+        mut probe: impl FnMut() -> Option<T>,
+        describe: impl Fn() -> String,
+    ) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(v) = probe() {
+                return v;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}:\n{}",
+                describe()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Everything of the namespace a failure message should show.
+    fn state(&self, ns: &str) -> String {
+        let get = self.kubectl(&[
+            "get",
+            "-n",
+            ns,
+            "jobsets,tfjobs,pytorchjobs,jobs,pods,pvc",
+            "-o",
+            "wide",
+        ]);
+        let events = self.kubectl(&["get", "events", "-n", ns, "--sort-by=.lastTimestamp"]);
+        format!(
+            "{}{}\n{}",
+            String::from_utf8_lossy(&get.stdout),
+            stderr(&get),
+            String::from_utf8_lossy(&events.stdout)
+        )
+    }
+
+    /// Applies an output directory as a user would, with server-side
+    /// apply: it must succeed with no warning (a warning from the
+    /// PodSecurity `warn` label would say a pod will be refused).
+    fn apply(&self, deploy: &Path) {
+        let o = self.kubectl(&[
+            "apply",
+            "--server-side",
+            "-k",
+            deploy.to_str().expect("UTF-8"),
+        ]);
+        assert!(o.status.success(), "apply: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("Warning"),
+            "apply warned:\n{}",
+            stderr(&o)
+        );
+    }
+
+    /// Pods a controller tried to create and the API server refused,
+    /// from the namespace's events (`FailedCreate`, `FailedCreatePod`).
+    fn refused_pods(&self, ns: &str) -> Vec<String> {
+        let events = self.get(&["events", "-n", ns]);
+        events["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| {
+                e["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("FailedCreate"))
+            })
+            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// The condition `kind` of the run object, when it is `True`.
+    fn condition(&self, ns: &str, resource: &str, name: &str, kind: &str) -> Option<Value> {
+        let o = self.get(&["-n", ns, resource, name]);
+        o["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == kind && c["status"] == "True")
+            .then_some(o)
+    }
+
+    /// The pods of a role of a job that are still running.
+    fn running(&self, ns: &str, role: &str) -> usize {
+        let pods = self.get(&[
+            "pods",
+            "-n",
+            ns,
+            "-l",
+            &format!("trainc.dev/role={role}"),
+            "--field-selector",
+            "status.phase=Running",
+        ]);
+        pods["items"].as_array().map_or(0, Vec::len)
+    }
+
+    /// A PersistentVolume for the dynamically provisioned claim `claim` of
+    /// namespace `ns`, which no provisioner here would make: the test
+    /// stands in for the storage class, not for a controller; the
+    /// PersistentVolume controller binds them.
+    fn provision(&self, ns: &str, claim: &str) {
+        let pv = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": format!("{ns}-{claim}")},
+            "spec": {
+                "capacity": {"storage": "100Gi"},
+                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+                "storageClassName": "",
+                "claimRef": {"namespace": ns, "name": claim},
+                "nfs": {"server": "nas.example.com", "path": "/data"},
+            },
+        });
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        fs::write(file.path(), pv.to_string()).expect("write");
+        self.ok(&["apply", "-f", file.path().to_str().expect("UTF-8")]);
+    }
+}
+
+/// An example, moved to namespace `ns` and built for `target`: the
+/// project directory, with the output in `deploy/`.
+fn built(example: &str, target: &str, ns: &str) -> tempfile::TempDir {
+    let dir = scratch_example(example);
+    for file in ["trainc.yaml".to_owned()].into_iter().chain(
+        fs::read_dir(dir.path().join("jobs"))
+            .expect("jobs")
+            .map(|e| format!("jobs/{}", e.expect("entry").file_name().to_string_lossy())),
+    ) {
+        let path = dir.path().join(&file);
+        let text = fs::read_to_string(&path).expect("read");
+        let text = text.replace("namespace: ml", &format!("namespace: {ns}"));
+        let text = if file == "trainc.yaml" {
+            text.replace("defaults:\n", &format!("defaults:\n  target: {target}\n"))
+        } else {
+            text
+        };
+        fs::write(&path, text).expect("write");
+    }
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "build: {}", stderr(&o));
+    dir
+}
+
+/// Sets what kwok does with the pods of `role`: edits every generated file
+/// so that each object and pod template labelled with the role carries
+/// `trainc.test/outcome: OUTCOME` too (and, for `fail`, an exit code).
+fn outcome(deploy: &Path, role: &str, outcome: &str) {
+    let marker = format!("trainc.dev/role: {role}");
+    for e in walkdir::WalkDir::new(deploy) {
+        let e = e.expect("walk");
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let text = fs::read_to_string(e.path()).expect("read");
+        if !text.contains(&marker) {
+            continue;
+        }
+        let mut out = String::new();
+        for line in text.lines() {
+            out.push_str(line);
+            out.push('\n');
+            if line.trim() == marker {
+                let indent = &line[..line.len() - line.trim_start().len()];
+                out.push_str(&format!("{indent}trainc.test/outcome: {outcome}\n"));
+            }
+        }
+        fs::write(e.path(), out).expect("write");
+    }
+}
+
+/// The run object's name: the one object of `resource` in the namespace.
+fn run_name(cluster: &Cluster, ns: &str, resource: &str) -> String {
+    let list = cluster.get(&["-n", ns, resource, "-l", "app.kubernetes.io/managed-by=trainc"]);
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "one {resource} in {ns}");
+    items[0]["metadata"]["name"]
+        .as_str()
+        .expect("name")
+        .to_owned()
+}
+
+/// On `jobset` and `tfjob` a TensorFlow run ends when its chief does: the
+/// run object reaches its success condition and the parameter servers,
+/// which never end by themselves, are stopped. Every pod is admitted in a
+/// namespace that enforces `restricted`.
+#[test]
+fn tensorflow_runs_end_with_their_chief() {
+    let Some(c) = cluster() else { return };
+    for (target, resource, done) in [
+        ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
+        ("tfjob", "tfjobs.kubeflow.org", "Succeeded"),
+    ] {
+        let ns = format!("tf-{target}");
+        c.restricted_namespace(&ns);
+        let dir = built("mnist", target, &ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "ps", "running");
+        c.apply(&deploy);
+        let name = run_name(&c, &ns, resource);
+        c.wait(
+            &format!("{resource} {ns}/{name} to be {done}"),
+            || c.condition(&ns, resource, &name, done),
+            || c.state(&ns),
+        );
+        c.wait(
+            &format!("the parameter servers of {ns}/{name} to stop"),
+            || (c.running(&ns, "ps") == 0).then_some(()),
+            || c.state(&ns),
+        );
+        assert_eq!(c.refused_pods(&ns), Vec::<String>::new(), "{}", c.state(&ns));
+    }
+}
+
+/// On `kubernetes` a run is plain Jobs, as docs/output.md says: the chief
+/// and workers complete, and the parameter servers, which TensorFlow never
+/// ends, keep running until someone deletes them.
+#[test]
+fn on_plain_jobs_parameter_servers_keep_running() {
+    let Some(c) = cluster() else { return };
+    let ns = "tf-kubernetes";
+    c.restricted_namespace(ns);
+    let dir = built("mnist", "kubernetes", ns);
+    let deploy = dir.path().join("deploy");
+    outcome(&deploy, "ps", "running");
+    c.apply(&deploy);
+    let complete = |role: &str| {
+        let jobs = c.get(&["jobs", "-n", ns, "-l", &format!("trainc.dev/role={role}")]);
+        let items = jobs["items"].as_array().cloned().unwrap_or_default();
+        !items.is_empty()
+            && items.iter().all(|j| {
+                j["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Complete" && c["status"] == "True"))
+            })
+    };
+    c.wait(
+        "the chief's and the workers' Jobs to complete",
+        || (complete("chief") && complete("worker")).then_some(()),
+        || c.state(ns),
+    );
+    assert_eq!(c.running(ns, "ps"), 2, "{}", c.state(ns));
+    assert_eq!(c.refused_pods(ns), Vec::<String>::new(), "{}", c.state(ns));
+}
+
+/// A PyTorch run (static rendezvous at node 0) ends when every node has on
+/// `kubernetes` (one Indexed Job) and `jobset`.
+#[test]
+fn pytorch_runs_end_when_every_node_has() {
+    let Some(c) = cluster() else { return };
+    for (target, resource, done) in [
+        ("kubernetes", "jobs", "Complete"),
+        ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
+    ] {
+        let ns = format!("pt-{target}");
+        c.restricted_namespace(&ns);
+        c.provision(&ns, "digits-data");
+        let dir = built("pytorch", target, &ns);
+        c.apply(&dir.path().join("deploy"));
+        let name = run_name(&c, &ns, resource);
+        c.wait(
+            &format!("{resource} {ns}/{name} to be {done}"),
+            || c.condition(&ns, resource, &name, done),
+            || c.state(&ns),
+        );
+        assert_eq!(c.refused_pods(&ns), Vec::<String>::new(), "{}", c.state(&ns));
+    }
+}
+
+/// The names every task is told (TF_CONFIG's cluster, `--ps_hosts` and
+/// the rest, from the cluster-spec ConfigMap) exist: each
+/// `<host>.<service>.<namespace>.svc` is an endpoint with that host name in
+/// the EndpointSlices of the run's headless Service, made by the real
+/// EndpointSlice controller from the pods kwok gave addresses.
+#[test]
+fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
+    let Some(c) = cluster() else { return };
+    for target in ["kubernetes", "jobset"] {
+        let ns = format!("dns-{target}");
+        c.restricted_namespace(&ns);
+        let dir = built("mnist", target, &ns);
+        let deploy = dir.path().join("deploy");
+        for role in ["chief", "ps", "worker"] {
+            outcome(&deploy, role, "running");
+        }
+        c.apply(&deploy);
+        let spec = c.get(&["configmaps", "-n", &ns, "-l", "app.kubernetes.io/component=cluster-spec"]);
+        let cluster_json = spec["items"][0]["data"]["cluster.json"]
+            .as_str()
+            .expect("cluster.json");
+        let hosts: Vec<String> = serde_json::from_str::<Value>(cluster_json)
+            .expect("JSON")
+            .as_object()
+            .expect("roles")
+            .values()
+            .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+            .map(|h| h.as_str().expect("host").to_owned())
+            .collect();
+        assert_eq!(hosts.len(), 5, "{hosts:?}");
+        for host in &hosts {
+            let name = host.split(':').next().expect("name");
+            let parts: Vec<&str> = name.split('.').collect();
+            assert_eq!(parts[2..], [ns.as_str(), "svc"], "{host}");
+            let (hostname, service) = (parts[0], parts[1]);
+            c.wait(
+                &format!("{host} in the EndpointSlices of Service {ns}/{service}"),
+                || {
+                    let slices = c.get(&[
+                        "endpointslices",
+                        "-n",
+                        &ns,
+                        "-l",
+                        &format!("kubernetes.io/service-name={service}"),
+                    ]);
+                    slices["items"]
+                        .as_array()?
+                        .iter()
+                        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                        .any(|e| e["hostname"] == hostname && e["addresses"][0].is_string())
+                        .then_some(())
+                },
+                || c.state(&ns),
+            );
+        }
+    }
+}
