@@ -18,6 +18,8 @@
 //! under `TRAINC_REQUIRE_TOOLS`). Each test works in namespaces of its own.
 
 mod common;
+#[path = "common/health.rs"]
+mod health;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -81,18 +83,22 @@ impl Cluster {
         serde_json::from_str(&self.ok(&all)).expect("JSON from kubectl")
     }
 
-    /// A namespace that enforces (and warns and audits) the `restricted`
-    /// Pod Security profile, as docs/output.md recommends.
-    fn restricted_namespace(&self, name: &str) {
-        self.ok(&["create", "namespace", name]);
+    /// A new namespace `<base>-<process id>` (a run of the tests may
+    /// follow another on the same cluster) that enforces (and warns and
+    /// audits) the `restricted` Pod Security profile, as docs/output.md
+    /// recommends.
+    fn restricted_namespace(&self, base: &str) -> String {
+        let name = format!("{base}-{}", std::process::id());
+        self.ok(&["create", "namespace", &name]);
         self.ok(&[
             "label",
             "namespace",
-            name,
+            &name,
             "pod-security.kubernetes.io/enforce=restricted",
             "pod-security.kubernetes.io/warn=restricted",
             "pod-security.kubernetes.io/audit=restricted",
         ]);
+        name
     }
 
     /// Waits until `probe` gives a value; panics with `what` and the last
@@ -271,7 +277,13 @@ fn outcome(deploy: &Path, role: &str, outcome: &str) {
 
 /// The run object's name: the one object of `resource` in the namespace.
 fn run_name(cluster: &Cluster, ns: &str, resource: &str) -> String {
-    let list = cluster.get(&["-n", ns, resource, "-l", "app.kubernetes.io/managed-by=trainc"]);
+    let list = cluster.get(&[
+        "-n",
+        ns,
+        resource,
+        "-l",
+        "app.kubernetes.io/managed-by=trainc",
+    ]);
     let items = list["items"].as_array().expect("items");
     assert_eq!(items.len(), 1, "one {resource} in {ns}");
     items[0]["metadata"]["name"]
@@ -280,10 +292,20 @@ fn run_name(cluster: &Cluster, ns: &str, resource: &str) -> String {
         .to_owned()
 }
 
+/// What the health checks of docs/gitops/ say of a live run object:
+/// Argo CD's status and Flux's.
+fn health_of(obj: &Value) -> (String, String) {
+    let (argo, message) = health::argo(obj).expect("the Argo CD script runs");
+    let (flux, error) = health::flux(obj);
+    assert_eq!(error, None, "the Flux check evaluates: {message}");
+    (argo, flux)
+}
+
 /// On `jobset` and `tfjob` a TensorFlow run ends when its chief does: the
-/// run object reaches its success condition and the parameter servers,
-/// which never end by themselves, are stopped. Every pod is admitted in a
-/// namespace that enforces `restricted`.
+/// run object reaches its success condition, the parameter servers, which
+/// never end by themselves, are stopped, and the health checks of
+/// docs/gitops/ say Healthy (Argo CD) and Current (Flux) of the live
+/// object. Every pod is admitted in a namespace that enforces `restricted`.
 #[test]
 fn tensorflow_runs_end_with_their_chief() {
     let Some(c) = cluster() else { return };
@@ -291,24 +313,33 @@ fn tensorflow_runs_end_with_their_chief() {
         ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
         ("tfjob", "tfjobs.kubeflow.org", "Succeeded"),
     ] {
-        let ns = format!("tf-{target}");
-        c.restricted_namespace(&ns);
+        let ns = c.restricted_namespace(&format!("tf-{target}"));
         let dir = built("mnist", target, &ns);
         let deploy = dir.path().join("deploy");
         outcome(&deploy, "ps", "running");
         c.apply(&deploy);
         let name = run_name(&c, &ns, resource);
-        c.wait(
+        let live = c.wait(
             &format!("{resource} {ns}/{name} to be {done}"),
             || c.condition(&ns, resource, &name, done),
             || c.state(&ns),
+        );
+        assert_eq!(
+            health_of(&live),
+            ("Healthy".to_owned(), "Current".to_owned()),
+            "{live}"
         );
         c.wait(
             &format!("the parameter servers of {ns}/{name} to stop"),
             || (c.running(&ns, "ps") == 0).then_some(()),
             || c.state(&ns),
         );
-        assert_eq!(c.refused_pods(&ns), Vec::<String>::new(), "{}", c.state(&ns));
+        assert_eq!(
+            c.refused_pods(&ns),
+            Vec::<String>::new(),
+            "{}",
+            c.state(&ns)
+        );
     }
 }
 
@@ -318,8 +349,7 @@ fn tensorflow_runs_end_with_their_chief() {
 #[test]
 fn on_plain_jobs_parameter_servers_keep_running() {
     let Some(c) = cluster() else { return };
-    let ns = "tf-kubernetes";
-    c.restricted_namespace(ns);
+    let ns = &c.restricted_namespace("tf-kubernetes");
     let dir = built("mnist", "kubernetes", ns);
     let deploy = dir.path().join("deploy");
     outcome(&deploy, "ps", "running");
@@ -329,9 +359,10 @@ fn on_plain_jobs_parameter_servers_keep_running() {
         let items = jobs["items"].as_array().cloned().unwrap_or_default();
         !items.is_empty()
             && items.iter().all(|j| {
-                j["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Complete" && c["status"] == "True"))
+                j["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Complete" && c["status"] == "True")
+                })
             })
     };
     c.wait(
@@ -343,17 +374,20 @@ fn on_plain_jobs_parameter_servers_keep_running() {
     assert_eq!(c.refused_pods(ns), Vec::<String>::new(), "{}", c.state(ns));
 }
 
-/// A PyTorch run (static rendezvous at node 0) ends when every node has on
-/// `kubernetes` (one Indexed Job) and `jobset`.
+/// A PyTorch run (static rendezvous at node 0) ends when every node has,
+/// on every target. On `pytorchjob` every pod is admitted under
+/// `restricted`: the PyTorchJob has no `Master`, so the operator adds no
+/// `init-pytorch` container (which sets no security context, and which the
+/// API server refused here while trainc wrote a `Master`).
 #[test]
 fn pytorch_runs_end_when_every_node_has() {
     let Some(c) = cluster() else { return };
     for (target, resource, done) in [
         ("kubernetes", "jobs", "Complete"),
         ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
+        ("pytorchjob", "pytorchjobs.kubeflow.org", "Succeeded"),
     ] {
-        let ns = format!("pt-{target}");
-        c.restricted_namespace(&ns);
+        let ns = c.restricted_namespace(&format!("pt-{target}"));
         c.provision(&ns, "digits-data");
         let dir = built("pytorch", target, &ns);
         c.apply(&dir.path().join("deploy"));
@@ -363,7 +397,12 @@ fn pytorch_runs_end_when_every_node_has() {
             || c.condition(&ns, resource, &name, done),
             || c.state(&ns),
         );
-        assert_eq!(c.refused_pods(&ns), Vec::<String>::new(), "{}", c.state(&ns));
+        assert_eq!(
+            c.refused_pods(&ns),
+            Vec::<String>::new(),
+            "{}",
+            c.state(&ns)
+        );
     }
 }
 
@@ -376,15 +415,20 @@ fn pytorch_runs_end_when_every_node_has() {
 fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
     let Some(c) = cluster() else { return };
     for target in ["kubernetes", "jobset"] {
-        let ns = format!("dns-{target}");
-        c.restricted_namespace(&ns);
+        let ns = c.restricted_namespace(&format!("dns-{target}"));
         let dir = built("mnist", target, &ns);
         let deploy = dir.path().join("deploy");
         for role in ["chief", "ps", "worker"] {
             outcome(&deploy, role, "running");
         }
         c.apply(&deploy);
-        let spec = c.get(&["configmaps", "-n", &ns, "-l", "app.kubernetes.io/component=cluster-spec"]);
+        let spec = c.get(&[
+            "configmaps",
+            "-n",
+            &ns,
+            "-l",
+            "app.kubernetes.io/component=cluster-spec",
+        ]);
         let cluster_json = spec["items"][0]["data"]["cluster.json"]
             .as_str()
             .expect("cluster.json");
@@ -423,4 +467,66 @@ fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
             );
         }
     }
+}
+
+/// A failed worker restarts the whole JobSet run (`failurePolicy`, up to
+/// `runPolicy.backoffLimit` times), each attempt starting only once the
+/// previous one's pods are gone (`BlockingRecreate`); then the run fails,
+/// and the health checks say Degraded (Argo CD) and Failed (Flux).
+#[test]
+fn a_failed_worker_restarts_the_jobset_run_then_fails_it() {
+    let Some(c) = cluster() else { return };
+    let ns = &c.restricted_namespace("fail-jobset");
+    let dir = built("mnist", "jobset", ns);
+    let deploy = dir.path().join("deploy");
+    // The chief works on while a worker fails: the run cannot succeed.
+    outcome(&deploy, "chief", "running");
+    outcome(&deploy, "ps", "running");
+    outcome(&deploy, "worker", "fail");
+    c.apply(&deploy);
+    let name = run_name(&c, ns, "jobsets.jobset.x-k8s.io");
+    let mut attempts = std::collections::BTreeSet::new();
+    let failed = c.wait(
+        &format!("JobSet {ns}/{name} to fail"),
+        || {
+            // Every pod still alive belongs to one attempt.
+            let pods = c.get(&[
+                "pods",
+                "-n",
+                ns,
+                "-l",
+                &format!("jobset.sigs.k8s.io/jobset-name={name}"),
+            ]);
+            let alive: std::collections::BTreeSet<String> = pods["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| matches!(p["status"]["phase"].as_str(), Some("Running" | "Pending")))
+                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|p| {
+                    p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect();
+            assert!(
+                alive.len() <= 1,
+                "pods of attempts {alive:?} alive together:\n{}",
+                c.state(ns)
+            );
+            attempts.extend(alive);
+            c.condition(ns, "jobsets.jobset.x-k8s.io", &name, "Failed")
+        },
+        || c.state(ns),
+    );
+    assert_eq!(
+        failed["status"]["restarts"], 3,
+        "maxRestarts is the example's backoffLimit: {failed}"
+    );
+    assert!(attempts.len() >= 2, "attempts seen: {attempts:?}");
+    assert_eq!(
+        health_of(&failed),
+        ("Degraded".to_owned(), "Failed".to_owned()),
+        "{failed}"
+    );
 }

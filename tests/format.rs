@@ -33,6 +33,10 @@ const HISTORY: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "4cdc54495a877219"),
     ("jobset", 2, "2538c8be7ea09d86"),
     ("tfjob", 2, "f60ee637366a5c39"),
+    // What the real controllers found (issue 35): JobSet restarts with
+    // BlockingRecreate; the Kubeflow operators get no Volcano queue.
+    ("jobset", 3, "23fbd8a3836984db"),
+    ("tfjob", 3, "979b83c06cab25d9"),
 ];
 
 /// `(target, format, objects)`: what the run objects of format version
@@ -43,6 +47,8 @@ const OBJECTS: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "561915267ef61904"),
     ("jobset", 2, "ee69ec95cb3616df"),
     ("tfjob", 2, "a2ead45c0c45fdeb"),
+    ("jobset", 3, "2a7eff6b9b2213fe"),
+    ("tfjob", 3, "934dd290511cf1ac"),
 ];
 
 /// The same for the PyTorch run. Append, never edit.
@@ -50,6 +56,8 @@ const PYTORCH_OBJECTS: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "2aff50da74efec9d"),
     ("jobset", 2, "31a4105797b4d521"),
     ("pytorchjob", 1, "742aeb55480de394"),
+    ("jobset", 3, "c19fc63e47821334"),
+    ("pytorchjob", 2, "a4bab33ed67c879f"),
 ];
 
 /// The same for a PyTorch run, by target: a second history, since the
@@ -59,6 +67,10 @@ const PYTORCH_HISTORY: &[(&str, u32, &str)] = &[
     ("kubernetes", 2, "992704cf348eb30a"),
     ("jobset", 2, "ee2c12549b264785"),
     ("pytorchjob", 1, "f91d2f092f13c3e9"),
+    // Issue 35: BlockingRecreate; a PyTorchJob of workers only, which the
+    // operator adds no init container to.
+    ("jobset", 3, "66db275310c31ebc"),
+    ("pytorchjob", 2, "c3a743eca2c93e24"),
 ];
 
 /// Never edit: every field trainc can put into a run's objects.

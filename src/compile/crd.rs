@@ -85,6 +85,9 @@ pub struct JobSetSpec {
 pub struct FailurePolicy {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_restarts: Option<i32>,
+    /// `BlockingRecreate`: a restart waits until every Job of the attempt
+    /// is gone, so no old task runs beside the new run's.
+    pub restart_strategy: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<FailurePolicyRule>,
 }
@@ -176,8 +179,6 @@ pub struct SchedulingPolicy {
     pub min_available: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

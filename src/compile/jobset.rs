@@ -31,7 +31,8 @@ use crate::names;
 use crate::validate::rules::Ctx;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
-pub const FORMAT: u32 = 2;
+/// 3: restarts with `BlockingRecreate`.
+pub const FORMAT: u32 = 3;
 
 /// The label JobSet puts on every pod of Job `i` of a replicated Job.
 pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
@@ -180,6 +181,9 @@ fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> 
         spec: JobSetSpec {
             failure_policy: Some(FailurePolicy {
                 max_restarts: Some(rp.backoff_limit),
+                // With `Recreate`, old tasks still in DNS could reach the
+                // new attempt's servers.
+                restart_strategy: "BlockingRecreate",
                 rules: if rp.active_deadline_seconds.is_some() {
                     // A deadline bounds the run: restarting would start the
                     // clock again.

@@ -1,15 +1,19 @@
 //! Stage 3 (compile), target `pytorchjob`: one Kubeflow PyTorchJob
 //! (`kubeflow.org/v1`, Training Operator v1.9) per run.
 //!
-//! Node 0 is the `Master` replica and the other nodes are `Worker`
-//! replicas, all from one pod template. The operator creates a pod and a
-//! Service per replica and passes the rendezvous to `torchrun` in `PET_*`
-//! variables (`PET_NNODES`, `PET_NODE_RANK`, `PET_MASTER_ADDR`,
-//! `PET_MASTER_PORT`, and `PET_NPROC_PER_NODE` from `nprocPerNode`), so
-//! trainc's command is `torchrun` and the program alone. The run succeeds
-//! with the master; a failed node fails it (see [`crate::compile::pytorch`]
-//! for why no node restarts alone), and `cleanPodPolicy: Running` then
-//! stops the others.
+//! Every node is a `Worker` replica, from one pod template; there is no
+//! `Master`. With a `Master` the operator adds an `init-pytorch` container
+//! to every worker pod (an image of its own that waits for the master's
+//! DNS name, 100 tries two seconds apart): it sets no security context, so
+//! a namespace that enforces `restricted` refuses the pods (the cluster
+//! tests saw it), and a master not ready within about 200 s fails the
+//! whole run. Without one the operator adds nothing, and `torchrun` gets
+//! its rendezvous from trainc as on the other targets: node 0 is worker 0,
+//! reached through the Service the operator makes for it, and each node's
+//! rank is its `training.kubeflow.org/replica-index` label. The run
+//! succeeds when every node has (as on `kubernetes` and `jobset`); a failed
+//! node fails it (see [`crate::compile::pytorch`] for why no node restarts
+//! alone), and `cleanPodPolicy: Running` then stops the others.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +28,11 @@ use crate::model::job::{Framework, RoleKind};
 use crate::names;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
-pub const FORMAT: u32 = 1;
+/// 2: workers only, with trainc's rendezvous; no Volcano queue.
+pub const FORMAT: u32 = 2;
+
+/// The pod label the operator sets to a replica's index: a node's rank.
+const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
 
 /// The port the operator reads from the `pytorch` container for its
 /// Services and `PET_MASTER_PORT`.
@@ -41,15 +49,21 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     ) else {
         return Ok(Vec::new());
     };
+    // Worker 0's Service, which the operator makes with the pod.
+    let master = format!(
+        "{}.{}.svc",
+        names::task(&run.name, "worker", 0),
+        job.namespace
+    );
     let launch = Launch {
         nnodes: role.replicas,
         nproc_per_node: p.nproc_per_node,
-        rendezvous: None,
+        rendezvous: Some((master, role.port)),
     };
     let placement = pod::Placement {
         role,
-        // The operator says which node a pod is.
-        index: Index::Env("PET_NODE_RANK"),
+        // The operator labels each pod with its replica's index.
+        index: Index::Label(REPLICA_INDEX_LABEL),
         run: &run.name,
         hostname: None,
         subdomain: None,
@@ -64,10 +78,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
         restart_policy: rp.restart_policy.clone(),
         template: template.clone(),
     };
-    replicas.insert("Master", spec(1));
-    if role.replicas > 1 {
-        replicas.insert("Worker", spec(role.replicas - 1));
-    }
+    replicas.insert("Worker", spec(role.replicas));
     let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
     if let Some(queue) = &rp.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
@@ -82,10 +93,11 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 backoff_limit: Some(rp.backoff_limit),
                 clean_pod_policy: Some("Running"),
                 scheduling_policy: Some(SchedulingPolicy {
-                    // Every node at once, or none: a gang.
+                    // Every node at once, or none: a gang. The queue is
+                    // Kueue's label above: this field's `queue` is
+                    // Volcano's, which the operator hands its PodGroup.
                     min_available: Some(i32::try_from(role.replicas).unwrap_or(i32::MAX)),
                     priority_class: rp.priority_class_name.clone(),
-                    queue: rp.queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },
@@ -103,14 +115,10 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
 /// Names this target generates for a job (see
 /// [`super::kubernetes::generated`]).
 pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
-    let mut out = vec![
-        ("PyTorchJob", run.to_owned(), names::LABEL_MAX),
-        ("Service", names::task(run, "master", 0), names::LABEL_MAX),
-    ];
+    let mut out = vec![("PyTorchJob", run.to_owned(), names::LABEL_MAX)];
     for (_, replicas) in roles {
-        // The operator's pod and Service of the last worker (node N-1 is
-        // worker N-2).
-        if let Some(last) = replicas.checked_sub(2) {
+        // The operator's pod and Service of the last node.
+        if let Some(last) = replicas.checked_sub(1) {
             out.push((
                 "Service",
                 names::task(run, "worker", last),

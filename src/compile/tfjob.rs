@@ -21,7 +21,8 @@ use crate::names;
 use crate::validate::rules::{Ctx, env_scopes};
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
-pub const FORMAT: u32 = 2;
+/// 3: no Volcano queue in `schedulingPolicy`.
+pub const FORMAT: u32 = 3;
 
 /// The port the operator reads from the `tensorflow` container (which is
 /// [`pod::container`]) for its Services and `TF_CONFIG`.
@@ -91,10 +92,11 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 backoff_limit: Some(rp.backoff_limit),
                 clean_pod_policy: Some("Running"),
                 scheduling_policy: Some(SchedulingPolicy {
-                    // Every task at once, or none: a gang.
+                    // Every task at once, or none: a gang. The queue is
+                    // Kueue's label: this field's `queue` is Volcano's,
+                    // which the operator hands its PodGroup.
                     min_available: Some(i32::try_from(tasks).unwrap_or(i32::MAX)),
                     priority_class: rp.priority_class_name.clone(),
-                    queue: rp.queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },

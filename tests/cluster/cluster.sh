@@ -30,7 +30,6 @@ logs=$run/logs
 pids=$run/pids
 kubeconfig=$run/kubeconfig
 kubectl=${TRAINC_KUBECTL:-$root/target/tools/kubectl/kubectl}
-if [[ ! -x $kubectl ]]; then kubectl=/work/main/target/tools/kubectl/kubectl; fi
 
 # The cluster's own address ranges. No traffic goes there: nothing runs
 # pods, and kube-proxy is absent. They only feed the API's IP allocators.
