@@ -392,11 +392,18 @@ fn pytorch_runs_end_when_every_node_has() {
         let dir = built("pytorch", target, &ns);
         c.apply(&dir.path().join("deploy"));
         let name = run_name(&c, &ns, resource);
-        c.wait(
+        let live = c.wait(
             &format!("{resource} {ns}/{name} to be {done}"),
             || c.condition(&ns, resource, &name, done),
             || c.state(&ns),
         );
+        if target != "kubernetes" {
+            assert_eq!(
+                health_of(&live),
+                ("Healthy".to_owned(), "Current".to_owned()),
+                "{live}"
+            );
+        }
         assert_eq!(
             c.refused_pods(&ns),
             Vec::<String>::new(),
@@ -443,26 +450,9 @@ fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
         assert_eq!(hosts.len(), 5, "{hosts:?}");
         for host in &hosts {
             let name = host.split(':').next().expect("name");
-            let parts: Vec<&str> = name.split('.').collect();
-            assert_eq!(parts[2..], [ns.as_str(), "svc"], "{host}");
-            let (hostname, service) = (parts[0], parts[1]);
             c.wait(
-                &format!("{host} in the EndpointSlices of Service {ns}/{service}"),
-                || {
-                    let slices = c.get(&[
-                        "endpointslices",
-                        "-n",
-                        &ns,
-                        "-l",
-                        &format!("kubernetes.io/service-name={service}"),
-                    ]);
-                    slices["items"]
-                        .as_array()?
-                        .iter()
-                        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
-                        .any(|e| e["hostname"] == hostname && e["addresses"][0].is_string())
-                        .then_some(())
-                },
+                &format!("{name} among the endpoints of its Service"),
+                || resolves(&c, &ns, name).then_some(()),
                 || c.state(&ns),
             );
         }
@@ -529,4 +519,77 @@ fn a_failed_worker_restarts_the_jobset_run_then_fails_it() {
         ("Degraded".to_owned(), "Failed".to_owned()),
         "{failed}"
     );
+}
+
+/// Whether `host` (`<pod>.<service>.<ns>.svc`, or `<service>.<ns>.svc`) is
+/// an endpoint of the Service's EndpointSlices: the pod by its host name,
+/// or any address of the Service.
+fn resolves(c: &Cluster, ns: &str, host: &str) -> bool {
+    let parts: Vec<&str> = host.split('.').collect();
+    let (hostname, service) = match parts.as_slice() {
+        [h, s, n, "svc"] if *n == ns => (Some(*h), *s),
+        [s, n, "svc"] if *n == ns => (None, *s),
+        _ => panic!("{host} is no name of a Service in {ns}"),
+    };
+    let slices = c.get(&[
+        "endpointslices",
+        "-n",
+        ns,
+        "-l",
+        &format!("kubernetes.io/service-name={service}"),
+    ]);
+    slices["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+        .any(|e| hostname.is_none_or(|h| e["hostname"] == h) && e["addresses"][0].is_string())
+}
+
+/// Every PyTorch node's `--master-addr` (node 0) is an endpoint of a
+/// Service, on every target: the run's headless Service, or on
+/// `pytorchjob` the Service the operator makes for worker 0.
+#[test]
+fn node_zero_s_address_resolves_on_every_target() {
+    let Some(c) = cluster() else { return };
+    for target in ["kubernetes", "jobset", "pytorchjob"] {
+        let ns = c.restricted_namespace(&format!("rdzv-{target}"));
+        c.provision(&ns, "digits-data");
+        let dir = built("pytorch", target, &ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "worker", "running");
+        c.apply(&deploy);
+        let master = c.wait(
+            &format!("the nodes of {ns} to start"),
+            || {
+                let pods = c.get(&["pods", "-n", &ns, "-l", "trainc.dev/role=worker"]);
+                let args: Vec<String> = pods["items"]
+                    .as_array()?
+                    .iter()
+                    .filter(|p| p["status"]["phase"] == "Running")
+                    .flat_map(|p| {
+                        p["spec"]["containers"][0]["args"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .chain(pods["items"].as_array()?.iter().flat_map(|p| {
+                        p["spec"]["containers"][0]["command"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                    }))
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect();
+                args.iter()
+                    .find_map(|a| a.strip_prefix("--master-addr=").map(str::to_owned))
+            },
+            || c.state(&ns),
+        );
+        c.wait(
+            &format!("{master} among the endpoints of its Service"),
+            || resolves(&c, &ns, &master).then_some(()),
+            || c.state(&ns),
+        );
+    }
 }
