@@ -129,7 +129,7 @@ impl Cluster {
             "get",
             "-n",
             ns,
-            "jobsets,tfjobs,pytorchjobs,jobs,pods,pvc",
+            "jobsets,tfjobs,pytorchjobs,jobs,pods,pvc,pv",
             "-o",
             "wide",
         ]);
@@ -591,5 +591,164 @@ fn node_zero_s_address_resolves_on_every_target() {
             || resolves(&c, &ns, &master).then_some(()),
             || c.state(&ns),
         );
+    }
+}
+
+/// The objects of the output in the namespace that trainc manages, as
+/// `<kind>/<name>` (lower-case kind), and the UIDs of their pods.
+fn live(c: &Cluster, ns: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
+    let objects = c.get(&[
+        "-n",
+        ns,
+        "jobs,jobsets.jobset.x-k8s.io,services,configmaps,deployments,networkpolicies,persistentvolumeclaims",
+        "-l",
+        "app.kubernetes.io/managed-by=trainc",
+    ]);
+    let names = objects["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["metadata"]["ownerReferences"].is_null())
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or_default().to_lowercase(),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    let pods = c.get(&["pods", "-n", ns, "-l", "trainc.dev/role"]);
+    let uids = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| p["metadata"]["uid"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (names, uids)
+}
+
+/// What a GitOps controller does with a new output: apply it, and prune
+/// the objects of the namespace it no longer holds (as Argo CD's and
+/// Flux's prune do; `kubectl apply --prune` does not work with
+/// server-side apply).
+fn sync(c: &Cluster, ns: &str, deploy: &Path) {
+    let (before, _) = live(c, ns);
+    c.apply(deploy);
+    let out = c.ok(&["kustomize", deploy.to_str().expect("UTF-8")]);
+    let wanted: std::collections::BTreeSet<String> = serde_saphyr::from_multiple::<Value>(&out)
+        .expect("YAML")
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or_default().to_lowercase(),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    for gone in before.difference(&wanted) {
+        c.ok(&["delete", "-n", ns, gone, "--wait=false"]);
+    }
+}
+
+/// GitOps updates: build, sync, edit the definition, build, sync again
+/// (apply and prune). No edit makes the API server refuse a changed
+/// immutable field; the edits `trainc diff` says start the run again (a
+/// hyperparameter, a parameter server's resources) replace every pod of
+/// the run, and the one it says does not (a TensorBoard setting) keeps
+/// them.
+#[test]
+fn edits_restart_exactly_the_runs_diff_names() {
+    let Some(c) = cluster() else { return };
+    for target in ["kubernetes", "jobset"] {
+        let ns = c.restricted_namespace(&format!("edit-{target}"));
+        let dir = built("mnist", target, &ns);
+        let deploy = dir.path().join("deploy");
+        let label_all = || {
+            for role in ["chief", "ps", "worker"] {
+                outcome(&deploy, role, "running");
+            }
+        };
+        label_all();
+        sync(&c, &ns, &deploy);
+        let pods = |c: &Cluster| {
+            c.wait(
+                &format!("the five tasks of {ns} to run"),
+                || {
+                    let (_, uids) = live(c, &ns);
+                    (uids.len() == 5 && c.running(&ns, "ps") == 2).then_some(uids)
+                },
+                || c.state(&ns),
+            )
+        };
+        let mut running = pods(&c);
+        let definition = dir.path().join("jobs/mnist.yaml");
+        for (what, from, to, restarts) in [
+            (
+                "a TensorBoard setting",
+                "service: LoadBalancer",
+                "service: ClusterIP",
+                false,
+            ),
+            (
+                "a hyperparameter",
+                "learning_rate: 0.001",
+                "learning_rate: 0.002",
+                true,
+            ),
+            (
+                "a parameter server's CPU",
+                "ps:     {replicas: 2, resources: {cpu: \"1\"",
+                "ps:     {replicas: 2, resources: {cpu: \"2\"",
+                true,
+            ),
+        ] {
+            let text = fs::read_to_string(&definition).expect("read");
+            assert!(text.contains(from), "{from}");
+            let text = text.replace(from, to);
+            // A LoadBalancer's source ranges go with it.
+            let text = if to == "service: ClusterIP" {
+                text.replace("    loadBalancerSourceRanges: [10.0.0.0/8]\n", "")
+            } else {
+                text
+            };
+            fs::write(&definition, text).expect("write");
+            // `trainc diff` against the output as it is (labels and all):
+            // the build below rewrites the files trainc owns.
+            let o = run(dir.path(), &["diff", "--format", "json"]);
+            assert_eq!(o.status.code(), Some(1), "{what}: {}", stderr(&o));
+            let report: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+            let reruns = report["runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["op"] == "rerun")
+                .count();
+            assert_eq!(reruns, usize::from(restarts), "{what}: {report}");
+            let o = run(dir.path(), &["build"]);
+            assert!(o.status.success(), "{what}: {}", stderr(&o));
+            label_all();
+            sync(&c, &ns, &deploy);
+            if restarts {
+                c.wait(
+                    &format!("every pod of {ns} replaced after {what}"),
+                    || {
+                        let (_, uids) = live(&c, &ns);
+                        (uids.len() == 5 && uids.iter().all(|u| !running.contains(u))).then_some(())
+                    },
+                    || c.state(&ns),
+                );
+                running = pods(&c);
+            } else {
+                let (_, uids) = live(&c, &ns);
+                assert_eq!(
+                    uids,
+                    running,
+                    "{what}: the run's pods are kept\n{}",
+                    c.state(&ns)
+                );
+            }
+        }
     }
 }
