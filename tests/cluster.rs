@@ -752,3 +752,122 @@ fn edits_restart_exactly_the_runs_diff_names() {
         }
     }
 }
+
+/// Kueue admits a JobSet run as one Workload: its pods start together,
+/// once the whole run fits the ClusterQueue's quota; a run that does not
+/// fit waits as a whole, with no pod, until the other is gone.
+#[test]
+fn kueue_admits_a_jobset_run_as_a_whole() {
+    let Some(c) = cluster() else { return };
+    let ns = c.restricted_namespace("kueue");
+    // Room for one MNIST run (11 CPUs, 22 GiB, 2 GPUs), not two.
+    let queues = serde_json::json!([
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": ns}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": ns},
+         "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                  "resourceGroups": [{"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [{"name": ns, "resources": [
+                        {"name": "cpu", "nominalQuota": "12"},
+                        {"name": "memory", "nominalQuota": "30Gi"},
+                        {"name": "nvidia.com/gpu", "nominalQuota": "2"}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": "training", "namespace": ns}, "spec": {"clusterQueue": ns}},
+    ]);
+    for q in queues.as_array().expect("queues") {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        fs::write(file.path(), q.to_string()).expect("write");
+        c.ok(&[
+            "apply",
+            "--server-side",
+            "-f",
+            file.path().to_str().expect("UTF-8"),
+        ]);
+    }
+    let dir = scratch_example("mnist");
+    let definition = dir.path().join("jobs/mnist.yaml");
+    let text = fs::read_to_string(&definition)
+        .expect("read")
+        .replace("namespace: ml", &format!("namespace: {ns}"))
+        .replace(
+            "spec:\n",
+            "spec:\n  target: jobset\n  runPolicy: {queue: training}\n",
+        );
+    fs::write(&definition, &text).expect("write");
+    // A second run of the same shape, which does not fit beside the first.
+    fs::write(
+        dir.path().join("jobs/second.yaml"),
+        text.replace("  name: mnist\n", "  name: second\n"),
+    )
+    .expect("write");
+    let project = dir.path().join("trainc.yaml");
+    let p = fs::read_to_string(&project)
+        .expect("read")
+        .replace("namespace: ml", &format!("namespace: {ns}"));
+    fs::write(&project, p).expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "build: {}", stderr(&o));
+    let deploy = dir.path().join("deploy");
+    for role in ["chief", "ps", "worker"] {
+        outcome(&deploy, role, "running");
+    }
+    c.apply(&deploy);
+    let pods_of = |job: &str| {
+        let pods = c.get(&[
+            "pods",
+            "-n",
+            &ns,
+            "-l",
+            &format!("trainc.dev/job={job},trainc.dev/role"),
+        ]);
+        pods["items"].as_array().map_or(0, Vec::len)
+    };
+    let admitted = |job: &str| {
+        let w = c.get(&["workloads.kueue.x-k8s.io", "-n", &ns]);
+        w["items"].as_array().into_iter().flatten().any(|w| {
+            w["metadata"]["ownerReferences"][0]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("{job}-")))
+                && w["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Admitted" && c["status"] == "True")
+                })
+        })
+    };
+    // One run is admitted, whole; the other waits, whole.
+    let first = c.wait(
+        "one run to be admitted with all its pods",
+        || match (admitted("mnist"), admitted("second")) {
+            (true, false) if pods_of("mnist") == 5 => Some("mnist"),
+            (false, true) if pods_of("second") == 5 => Some("second"),
+            _ => None,
+        },
+        || c.state(&ns),
+    );
+    let other = if first == "mnist" { "second" } else { "mnist" };
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !admitted(other),
+        "{other} admitted beside {first}:\n{}",
+        c.state(&ns)
+    );
+    assert_eq!(
+        pods_of(other),
+        0,
+        "{other} has pods before admission:\n{}",
+        c.state(&ns)
+    );
+    // The first goes; the other starts, whole.
+    c.ok(&[
+        "delete",
+        "-n",
+        &ns,
+        "jobsets.jobset.x-k8s.io",
+        "-l",
+        &format!("trainc.dev/job={first}"),
+    ]);
+    c.wait(
+        &format!("{other} to be admitted with all its pods"),
+        || (admitted(other) && pods_of(other) == 5).then_some(()),
+        || c.state(&ns),
+    );
+}
