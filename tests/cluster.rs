@@ -177,6 +177,16 @@ impl Cluster {
             .collect()
     }
 
+    /// Every pod a controller tried to create in `ns` was admitted.
+    fn assert_admitted(&self, ns: &str) {
+        assert_eq!(
+            self.refused_pods(ns),
+            Vec::<String>::new(),
+            "{}",
+            self.state(ns)
+        );
+    }
+
     /// The condition `kind` of the run object, when it is `True`.
     fn condition(&self, ns: &str, resource: &str, name: &str, kind: &str) -> Option<Value> {
         let o = self.get(&["-n", ns, resource, name]);
@@ -301,6 +311,15 @@ fn health_of(obj: &Value) -> (String, String) {
     (argo, flux)
 }
 
+/// Argo CD and Flux both call the live run object healthy.
+fn assert_healthy(live: &Value) {
+    assert_eq!(
+        health_of(live),
+        ("Healthy".to_owned(), "Current".to_owned()),
+        "{live}"
+    );
+}
+
 /// On `jobset` and `tfjob` a TensorFlow run ends when its chief does: the
 /// run object reaches its success condition, the parameter servers, which
 /// never end by themselves, are stopped, and the health checks of
@@ -324,22 +343,13 @@ fn tensorflow_runs_end_with_their_chief() {
             || c.condition(&ns, resource, &name, done),
             || c.state(&ns),
         );
-        assert_eq!(
-            health_of(&live),
-            ("Healthy".to_owned(), "Current".to_owned()),
-            "{live}"
-        );
+        assert_healthy(&live);
         c.wait(
             &format!("the parameter servers of {ns}/{name} to stop"),
             || (c.running(&ns, "ps") == 0).then_some(()),
             || c.state(&ns),
         );
-        assert_eq!(
-            c.refused_pods(&ns),
-            Vec::<String>::new(),
-            "{}",
-            c.state(&ns)
-        );
+        c.assert_admitted(&ns);
     }
 }
 
@@ -371,7 +381,7 @@ fn on_plain_jobs_parameter_servers_keep_running() {
         || c.state(ns),
     );
     assert_eq!(c.running(ns, "ps"), 2, "{}", c.state(ns));
-    assert_eq!(c.refused_pods(ns), Vec::<String>::new(), "{}", c.state(ns));
+    c.assert_admitted(ns);
 }
 
 /// A PyTorch run (static rendezvous at node 0) ends when every node has,
@@ -398,18 +408,9 @@ fn pytorch_runs_end_when_every_node_has() {
             || c.state(&ns),
         );
         if target != "kubernetes" {
-            assert_eq!(
-                health_of(&live),
-                ("Healthy".to_owned(), "Current".to_owned()),
-                "{live}"
-            );
+            assert_healthy(&live);
         }
-        assert_eq!(
-            c.refused_pods(&ns),
-            Vec::<String>::new(),
-            "{}",
-            c.state(&ns)
-        );
+        c.assert_admitted(&ns);
     }
 }
 
@@ -594,6 +595,15 @@ fn node_zero_s_address_resolves_on_every_target() {
     }
 }
 
+/// An object as kubectl names it: `<kind>/<name>`, the kind in lower case.
+fn kind_name(o: &Value) -> String {
+    format!(
+        "{}/{}",
+        o["kind"].as_str().unwrap_or_default().to_lowercase(),
+        o["metadata"]["name"].as_str().unwrap_or_default()
+    )
+}
+
 /// The objects of the output in the namespace that trainc manages, as
 /// `<kind>/<name>` (lower-case kind), and the UIDs of their pods.
 fn live(c: &Cluster, ns: &str) -> (std::collections::BTreeSet<String>, Vec<String>) {
@@ -609,13 +619,7 @@ fn live(c: &Cluster, ns: &str) -> (std::collections::BTreeSet<String>, Vec<Strin
         .into_iter()
         .flatten()
         .filter(|o| o["metadata"]["ownerReferences"].is_null())
-        .map(|o| {
-            format!(
-                "{}/{}",
-                o["kind"].as_str().unwrap_or_default().to_lowercase(),
-                o["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        })
+        .map(kind_name)
         .collect();
     let pods = c.get(&["pods", "-n", ns, "-l", "trainc.dev/role"]);
     let uids = pods["items"]
@@ -639,13 +643,7 @@ fn sync(c: &Cluster, ns: &str, deploy: &Path) {
     let wanted: std::collections::BTreeSet<String> = serde_saphyr::from_multiple::<Value>(&out)
         .expect("YAML")
         .iter()
-        .map(|o| {
-            format!(
-                "{}/{}",
-                o["kind"].as_str().unwrap_or_default().to_lowercase(),
-                o["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        })
+        .map(kind_name)
         .collect();
     for gone in before.difference(&wanted) {
         c.ok(&["delete", "-n", ns, gone, "--wait=false"]);
