@@ -869,3 +869,101 @@ fn kueue_admits_a_jobset_run_as_a_whole() {
         || c.state(&ns),
     );
 }
+
+/// Every string value of `key` anywhere in the YAML documents `yaml`.
+fn names_of(yaml: &str, key: &str) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, key: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match v.as_str() {
+                        Some(s) if k == key => {
+                            out.insert(s.to_owned());
+                        }
+                        _ => walk(v, key, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, key, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for doc in serde_saphyr::from_multiple::<Value>(yaml).expect("YAML") {
+        walk(&doc, key, &mut out);
+    }
+    out
+}
+
+/// Every fixture's output (each for its own target) applies with no error
+/// and no warning into namespaces that enforce `restricted`, and every pod
+/// its controllers create is admitted: kitchen-sink (every feature at
+/// once), storage, pod settings, patches, PyTorch on GPUs, resources,
+/// variants (the project's own output).
+#[test]
+fn every_fixture_applies_and_its_pods_are_admitted() {
+    let Some(c) = cluster() else { return };
+    for fixture in [
+        "kitchen-sink",
+        "storage",
+        "pod-settings",
+        "patches",
+        "pytorch-gpu",
+        "resources",
+        "variants",
+    ] {
+        let dir = scratch_example(fixture);
+        let o = run(dir.path(), &["build", "-o", "out"]);
+        assert!(o.status.success(), "{fixture}: {}", stderr(&o));
+        let out = dir.path().join("out");
+        let rendered = c.ok(&["kustomize", out.to_str().expect("UTF-8")]);
+        let namespaces: std::collections::BTreeSet<String> =
+            serde_saphyr::from_multiple::<Value>(&rendered)
+                .expect("YAML")
+                .iter()
+                .filter_map(|o| o["metadata"]["namespace"].as_str().map(str::to_owned))
+                .collect();
+        for ns in &namespaces {
+            // Fixtures share namespaces (`ml`), never objects.
+            if c.kubectl(&["get", "namespace", ns]).status.success() {
+                continue;
+            }
+            c.ok(&["create", "namespace", ns]);
+            c.ok(&[
+                "label",
+                "namespace",
+                ns,
+                "pod-security.kubernetes.io/enforce=restricted",
+                "pod-security.kubernetes.io/warn=restricted",
+            ]);
+        }
+        // What a cluster provides and a definition only names: its
+        // PriorityClasses.
+        for class in names_of(&rendered, "priorityClassName") {
+            if !c
+                .kubectl(&["get", "priorityclass", &class])
+                .status
+                .success()
+            {
+                c.ok(&["create", "priorityclass", &class, "--value=1000"]);
+            }
+        }
+        c.apply(&out);
+        // The controllers have had their chance to create the pods (runs
+        // with a `runPolicy.queue` stay suspended: Kueue has no such queue
+        // here), or the API server to refuse them.
+        for ns in &namespaces {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                let pods = c.get(&["pods", "-n", ns, "-l", "trainc.dev/role"]);
+                if pods["items"].as_array().is_some_and(|p| !p.is_empty())
+                    || !c.refused_pods(ns).is_empty()
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            c.assert_admitted(ns);
+        }
+    }
+}
