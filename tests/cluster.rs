@@ -211,6 +211,31 @@ impl Cluster {
         pods["items"].as_array().map_or(0, Vec::len)
     }
 
+    /// The pods of a role that are alive (not being deleted): each one's
+    /// UID, phase and the restarts of its containers.
+    fn pods_of(&self, ns: &str, role: &str) -> Vec<(String, String, u64)> {
+        let pods = self.get(&["pods", "-n", ns, "-l", &format!("trainc.dev/role={role}")]);
+        pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| {
+                let restarts = p["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s["restartCount"].as_u64())
+                    .sum();
+                (
+                    p["metadata"]["uid"].as_str().unwrap_or_default().to_owned(),
+                    p["status"]["phase"].as_str().unwrap_or_default().to_owned(),
+                    restarts,
+                )
+            })
+            .collect()
+    }
+
     /// A PersistentVolume for the dynamically provisioned claim `claim` of
     /// namespace `ns`, which no provisioner here would make: the test
     /// stands in for the storage class, not for a controller; the
@@ -422,7 +447,7 @@ fn pytorch_runs_end_when_every_node_has() {
 #[test]
 fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
     let Some(c) = cluster() else { return };
-    for target in ["kubernetes", "jobset"] {
+    for target in ["kubernetes", "jobset", "tfjob"] {
         let ns = c.restricted_namespace(&format!("dns-{target}"));
         let dir = built("mnist", target, &ns);
         let deploy = dir.path().join("deploy");
@@ -449,6 +474,46 @@ fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
             .map(|h| h.as_str().expect("host").to_owned())
             .collect();
         assert_eq!(hosts.len(), 5, "{hosts:?}");
+        // TF_CONFIG, as each task's container gets it (written by trainc, or
+        // on `tfjob` injected by the operator), lists the same hosts.
+        let from_tf_config = c.wait(
+            &format!("the tasks of {ns} to start"),
+            || {
+                let pods = c.get(&["pods", "-n", &ns, "-l", "trainc.dev/role"]);
+                let mut seen = std::collections::BTreeSet::new();
+                let mut tasks = 0;
+                for pod in pods["items"].as_array()? {
+                    let env = pod["spec"]["containers"][0]["env"].as_array()?;
+                    // TensorBoard's pod has none.
+                    let Some(tf_config) = env.iter().find(|e| e["name"] == "TF_CONFIG") else {
+                        continue;
+                    };
+                    // On `jobset` the task's own index is a variable the
+                    // kubelet expands; the cluster is the same for every
+                    // index.
+                    let text = tf_config["value"]
+                        .as_str()
+                        .expect("TF_CONFIG is a value")
+                        .replace("$(TRAINC_TASK_INDEX)", "0");
+                    let tf_config: Value = serde_json::from_str(&text).expect("TF_CONFIG is JSON");
+                    tasks += 1;
+                    for role in tf_config["cluster"].as_object()?.values() {
+                        seen.extend(
+                            role.as_array()?
+                                .iter()
+                                .filter_map(|h| h.as_str().map(str::to_owned)),
+                        );
+                    }
+                }
+                (tasks == 5).then_some(seen)
+            },
+            || c.state(&ns),
+        );
+        let hosts_set: std::collections::BTreeSet<String> = hosts.iter().cloned().collect();
+        assert_eq!(
+            from_tf_config, hosts_set,
+            "{target}: TF_CONFIG and the cluster spec"
+        );
         for host in &hosts {
             let name = host.split(':').next().expect("name");
             c.wait(
@@ -463,19 +528,29 @@ fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
 /// A failed worker restarts the whole JobSet run (`failurePolicy`, up to
 /// `runPolicy.backoffLimit` times), each attempt starting only once the
 /// previous one's pods are gone (`BlockingRecreate`); then the run fails,
-/// and the health checks say Degraded (Argo CD) and Failed (Flux).
+/// and the health checks say Degraded (Argo CD) and Failed (Flux). For
+/// TensorFlow and PyTorch alike.
 #[test]
 fn a_failed_worker_restarts_the_jobset_run_then_fails_it() {
     let Some(c) = cluster() else { return };
-    let ns = &c.restricted_namespace("fail-jobset");
-    let dir = built("mnist", "jobset", ns);
+    for example in ["mnist", "pytorch"] {
+        a_failed_worker_restarts_the_jobset_run(&c, example);
+    }
+}
+
+fn a_failed_worker_restarts_the_jobset_run(c: &Cluster, example: &str) {
+    let ns = &c.restricted_namespace(&format!("fail-jobset-{example}"));
+    if example == "pytorch" {
+        c.provision(ns, "digits-data");
+    }
+    let dir = built(example, "jobset", ns);
     let deploy = dir.path().join("deploy");
     // The chief works on while a worker fails: the run cannot succeed.
     outcome(&deploy, "chief", "running");
     outcome(&deploy, "ps", "running");
     outcome(&deploy, "worker", "fail");
     c.apply(&deploy);
-    let name = run_name(&c, ns, "jobsets.jobset.x-k8s.io");
+    let name = run_name(c, ns, "jobsets.jobset.x-k8s.io");
     let mut attempts = std::collections::BTreeSet::new();
     let failed = c.wait(
         &format!("JobSet {ns}/{name} to fail"),
@@ -520,6 +595,149 @@ fn a_failed_worker_restarts_the_jobset_run_then_fails_it() {
         ("Degraded".to_owned(), "Failed".to_owned()),
         "{failed}"
     );
+}
+
+/// A failed TensorFlow task restarts in place and alone, as docs/output.md
+/// says of `kubernetes` and `tfjob` (`restartPolicy: OnFailure`): the
+/// worker's container restarts in the same pod while the chief and the
+/// parameter servers keep theirs. Past `backoffLimit` restarts, on
+/// `kubernetes` the worker's Job fails alone and the others go on; on
+/// `tfjob` the TFJob fails, its running pods are deleted (`cleanPodPolicy:
+/// Running`), and the health checks say Degraded and Failed.
+#[test]
+fn a_failed_tensorflow_task_restarts_alone_then_fails() {
+    let Some(c) = cluster() else { return };
+    for target in ["kubernetes", "tfjob"] {
+        let ns = &c.restricted_namespace(&format!("restart-{target}"));
+        let dir = built("mnist", target, ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "chief", "running");
+        outcome(&deploy, "ps", "running");
+        outcome(&deploy, "worker", "fail");
+        c.apply(&deploy);
+        let others = || {
+            let mut uids: Vec<String> = ["chief", "ps"]
+                .iter()
+                .flat_map(|role| c.pods_of(ns, role))
+                .filter(|(_, phase, _)| phase == "Running")
+                .map(|(uid, _, _)| uid)
+                .collect();
+            uids.sort();
+            uids
+        };
+        let before = c.wait(
+            &format!("the chief and the parameter servers of {ns} to run"),
+            || Some(others()).filter(|u| u.len() == 3),
+            || c.state(ns),
+        );
+        // A worker's container restarts in its own pod, which keeps running.
+        c.wait(
+            &format!("a worker of {ns} to restart in place"),
+            || {
+                c.pods_of(ns, "worker")
+                    .iter()
+                    .any(|(_, phase, restarts)| phase == "Running" && *restarts > 0)
+                    .then_some(())
+            },
+            || c.state(ns),
+        );
+        if target == "kubernetes" {
+            let failed = |j: &Value| {
+                j["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c["type"] == "Failed"
+                            && c["status"] == "True"
+                            && c["reason"] == "BackoffLimitExceeded"
+                    })
+                })
+            };
+            c.wait(
+                &format!("the workers' Jobs of {ns} to fail"),
+                || {
+                    let jobs = c.get(&["jobs", "-n", ns, "-l", "trainc.dev/role=worker"]);
+                    let items = jobs["items"].as_array()?;
+                    (items.len() == 2 && items.iter().all(failed)).then_some(())
+                },
+                || c.state(ns),
+            );
+            assert_eq!(
+                others(),
+                before,
+                "the chief and the parameter servers go on in their pods\n{}",
+                c.state(ns)
+            );
+        } else {
+            let resource = "tfjobs.kubeflow.org";
+            let name = run_name(&c, ns, resource);
+            assert_eq!(others(), before, "{}", c.state(ns));
+            let failed = c.wait(
+                &format!("TFJob {ns}/{name} to fail"),
+                || c.condition(ns, resource, &name, "Failed"),
+                || c.state(ns),
+            );
+            assert_eq!(
+                health_of(&failed),
+                ("Degraded".to_owned(), "Failed".to_owned()),
+                "{failed}"
+            );
+            c.wait(
+                &format!("the running pods of {ns} to be deleted"),
+                || {
+                    ["chief", "ps", "worker"]
+                        .iter()
+                        .all(|role| c.pods_of(ns, role).is_empty())
+                        .then_some(())
+                },
+                || c.state(ns),
+            );
+        }
+        c.assert_admitted(ns);
+    }
+}
+
+/// A failed PyTorch node fails the run at once where nothing restarts a
+/// static rendezvous as a whole (docs/pytorch.md): on `kubernetes` the
+/// Indexed Job fails (`podFailurePolicy` `FailJob`, no retry), on
+/// `pytorchjob` the PyTorchJob fails (`restartPolicy: Never`, `backoffLimit:
+/// 0`) and the health checks say Degraded and Failed.
+#[test]
+fn a_failed_pytorch_node_fails_the_run() {
+    let Some(c) = cluster() else { return };
+    for (target, resource) in [
+        ("kubernetes", "jobs"),
+        ("pytorchjob", "pytorchjobs.kubeflow.org"),
+    ] {
+        let ns = &c.restricted_namespace(&format!("pt-fail-{target}"));
+        c.provision(ns, "digits-data");
+        let dir = built("pytorch", target, ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "worker", "fail");
+        c.apply(&deploy);
+        let name = run_name(&c, ns, resource);
+        let failed = c.wait(
+            &format!("{resource} {ns}/{name} to fail"),
+            || c.condition(ns, resource, &name, "Failed"),
+            || c.state(ns),
+        );
+        if target == "kubernetes" {
+            let reasons: Vec<&Value> = failed["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| c["type"] == "Failed")
+                .map(|c| &c["reason"])
+                .collect();
+            // Not `BackoffLimitExceeded`: no node was retried.
+            assert_eq!(reasons, [&Value::from("PodFailurePolicy")], "{failed}");
+        } else {
+            assert_eq!(
+                health_of(&failed),
+                ("Degraded".to_owned(), "Failed".to_owned()),
+                "{failed}"
+            );
+        }
+        c.assert_admitted(ns);
+    }
 }
 
 /// Whether `host` (`<pod>.<service>.<ns>.svc`, or `<service>.<ns>.svc`) is
@@ -610,7 +828,7 @@ fn live(c: &Cluster, ns: &str) -> (std::collections::BTreeSet<String>, Vec<Strin
     let objects = c.get(&[
         "-n",
         ns,
-        "jobs,jobsets.jobset.x-k8s.io,services,configmaps,deployments,networkpolicies,persistentvolumeclaims",
+        "jobs,jobsets.jobset.x-k8s.io,tfjobs.kubeflow.org,services,configmaps,deployments,networkpolicies,persistentvolumeclaims",
         "-l",
         "app.kubernetes.io/managed-by=trainc",
     ]);
@@ -659,7 +877,7 @@ fn sync(c: &Cluster, ns: &str, deploy: &Path) {
 #[test]
 fn edits_restart_exactly_the_runs_diff_names() {
     let Some(c) = cluster() else { return };
-    for target in ["kubernetes", "jobset"] {
+    for target in ["kubernetes", "jobset", "tfjob"] {
         let ns = c.restricted_namespace(&format!("edit-{target}"));
         let dir = built("mnist", target, &ns);
         let deploy = dir.path().join("deploy");
@@ -682,6 +900,7 @@ fn edits_restart_exactly_the_runs_diff_names() {
         };
         let mut running = pods(&c);
         let definition = dir.path().join("jobs/mnist.yaml");
+        static_size_is_refused(&c, &ns, dir.path());
         for (what, from, to, restarts) in [
             (
                 "a TensorBoard setting",
@@ -693,6 +912,13 @@ fn edits_restart_exactly_the_runs_diff_names() {
                 "a hyperparameter",
                 "learning_rate: 0.001",
                 "learning_rate: 0.002",
+                true,
+            ),
+            // The way to another size of a static volume: a new volume.
+            (
+                "a volume's name",
+                "- name: data\n",
+                "- name: data-v2\n",
                 true,
             ),
             (
@@ -749,6 +975,51 @@ fn edits_restart_exactly_the_runs_diff_names() {
             }
         }
     }
+}
+
+/// A static volume's size (the mnist example's NFS share) cannot change:
+/// `trainc diff` and `build` refuse the edit, and the API server, given
+/// the claim it would have written, refuses it too.
+fn static_size_is_refused(c: &Cluster, ns: &str, project: &Path) {
+    let definition = project.join("jobs/mnist.yaml");
+    let text = fs::read_to_string(&definition).expect("read");
+    assert!(text.contains("size: 5Gi"));
+    fs::write(&definition, text.replace("size: 5Gi", "size: 10Gi")).expect("write");
+    for command in ["diff", "build"] {
+        let o = run(project, &[command]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no storage class"), "{}", stderr(&o));
+    }
+    fs::write(&definition, text).expect("write");
+    let claim = walkdir::WalkDir::new(project.join("deploy"))
+        .into_iter()
+        .map(|e| e.expect("walk").into_path())
+        .find(|p| p.ends_with("persistentvolumeclaim-mnist-data.yaml"))
+        .expect("the claim");
+    c.wait(
+        &format!("the claim of {ns} to be bound"),
+        || {
+            let claim = c.get(&["-n", ns, "persistentvolumeclaim", "mnist-data"]);
+            (claim["status"]["phase"] == "Bound").then_some(())
+        },
+        || c.state(ns),
+    );
+    let edited = tempfile::NamedTempFile::new().expect("temp file");
+    let yaml = fs::read_to_string(&claim).expect("read");
+    assert!(yaml.contains("storage: 5Gi"), "{yaml}");
+    fs::write(edited.path(), yaml.replace("storage: 5Gi", "storage: 10Gi")).expect("write");
+    let o = c.kubectl(&[
+        "apply",
+        "--server-side",
+        "-f",
+        edited.path().to_str().expect("UTF-8"),
+    ]);
+    assert!(!o.status.success(), "the API server resized a static claim");
+    assert!(
+        stderr(&o).contains("only dynamically provisioned pvc can be resized"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Kueue admits a JobSet run as one Workload: its pods start together,

@@ -207,6 +207,17 @@ const EXAMPLES: &[Example] = &[
         sandbox: Scratch("mnist"),
         before: &[Trainc(&["build"]), LOWER_WORKERS],
     },
+    // "Claims and PersistentVolumes keep their names": a static volume's
+    // new size.
+    Example {
+        doc: "docs/output.md",
+        first: "$ trainc build",
+        sandbox: Scratch("mnist"),
+        before: &[
+            Trainc(&["build"]),
+            Edit("jobs/mnist.yaml", "size: 5Gi", "size: 10Gi"),
+        ],
+    },
     // Variants: the project file the doc shows.
     Example {
         doc: "docs/project.md",

@@ -90,3 +90,68 @@ fn roles_name_a_set_of_pods() {
     assert_eq!(every, none);
     assert_ne!(every, base);
 }
+
+/// An edit the API server would refuse to make in place stops `build` and
+/// `diff` (exit 2, nothing written), located at the committed file: a
+/// static claim's size, a claim's spec, a PersistentVolume's source. The
+/// edits it takes pass: a PersistentVolume's capacity and mount options, a
+/// larger claim of a storage class. tests/cluster.rs shows the API server
+/// refusing the same edits.
+#[test]
+fn edits_kubernetes_refuses_in_place_stop_the_build() {
+    for (from, to, refused) in [
+        (
+            "size: 100Gi",
+            "size: 200Gi",
+            Some("persistentvolumeclaim-nas-logs.yaml:"),
+        ),
+        (
+            "size: 10Gi\n      selector",
+            "size: 5Gi\n      selector",
+            Some("would shrink from 10Gi to 5Gi"),
+        ),
+        (
+            "volumeName: models-pv",
+            "volumeName: models-pv-2",
+            Some("`spec.volumeName` would change"),
+        ),
+        (
+            "path: /exports/logs",
+            "path: /exports/logs-2",
+            Some("persistentvolume-ml-nas-logs.yaml:"),
+        ),
+        ("size: 50Gi", "size: 60Gi", None),
+        ("[vers=4.0, nolock, noresvport]", "[vers=4.1]", None),
+    ] {
+        let dir = scratch_example("storage");
+        let def = dir.path().join("jobs/nas.yaml");
+        let original = std::fs::read_to_string(&def).expect("read");
+        let o = run(dir.path(), &["build"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(original.contains(from), "{from}");
+        std::fs::write(&def, original.replace(from, to)).expect("write");
+        let before = read_tree(&dir.path().join("deploy"));
+        for command in ["build", "diff"] {
+            let o = run(dir.path(), &[command]);
+            match refused {
+                Some(message) => {
+                    assert_eq!(o.status.code(), Some(2), "{command} {to}: {}", stderr(&o));
+                    assert!(stderr(&o).contains(message), "{to}: {}", stderr(&o));
+                    assert!(
+                        stderr(&o).contains("new name in jobs/nas.yaml"),
+                        "{}",
+                        stderr(&o)
+                    );
+                }
+                None => assert_ne!(o.status.code(), Some(2), "{to}: {}", stderr(&o)),
+            }
+        }
+        if refused.is_some() {
+            assert_eq!(
+                read_tree(&dir.path().join("deploy")),
+                before,
+                "{to}: nothing written"
+            );
+        }
+    }
+}
