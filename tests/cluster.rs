@@ -1238,3 +1238,63 @@ fn every_fixture_applies_and_its_pods_are_admitted() {
         }
     }
 }
+
+/// A PersistentVolume trainc writes is reserved for its own claim: a claim
+/// of no class in another namespace, made while the volume waits for its
+/// claim, does not take it (it did, before the volume had a `claimRef`: a
+/// test's dynamic claim took another test's NFS volume here), and the
+/// run's claim binds to it once applied.
+#[test]
+fn a_persistent_volume_is_reserved_for_its_claim() {
+    let Some(c) = cluster() else { return };
+    let ns = &c.restricted_namespace("reserved");
+    let other = &c.restricted_namespace("other-team");
+    let dir = built("mnist", "kubernetes", ns);
+    let volume = walkdir::WalkDir::new(dir.path().join("deploy"))
+        .into_iter()
+        .map(|e| e.expect("walk").into_path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("persistentvolume-"))
+        })
+        .expect("a PersistentVolume");
+    c.ok(&[
+        "apply",
+        "--server-side",
+        "-f",
+        volume.to_str().expect("UTF-8"),
+    ]);
+    let claim = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "anything", "namespace": other},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    });
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    fs::write(file.path(), claim.to_string()).expect("write");
+    c.ok(&["apply", "-f", file.path().to_str().expect("UTF-8")]);
+    // The PersistentVolume controller binds a claim as soon as it sees it.
+    std::thread::sleep(Duration::from_secs(5));
+    let pv_name = format!("{ns}.mnist.data");
+    let pv = c.get(&["persistentvolume", &pv_name]);
+    assert_ne!(
+        pv["spec"]["claimRef"]["namespace"].as_str(),
+        Some(other.as_str()),
+        "another namespace's claim took the volume: {pv}"
+    );
+    c.apply(&dir.path().join("deploy"));
+    c.wait(
+        &format!("claim {ns}/mnist-data to bind to {pv_name}"),
+        || {
+            let claim = c.get(&["-n", ns, "persistentvolumeclaim", "mnist-data"]);
+            (claim["status"]["phase"] == "Bound" && claim["spec"]["volumeName"] == pv_name.as_str())
+                .then_some(())
+        },
+        || c.state(ns),
+    );
+    let stranger = c.get(&["-n", other, "persistentvolumeclaim", "anything"]);
+    assert_eq!(stranger["status"]["phase"], "Pending", "{stranger}");
+}

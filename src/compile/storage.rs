@@ -1,5 +1,6 @@
 //! Stage 3 (compile), shared by every target: volumes. PersistentVolumes
-//! (NFS or CSI) with claims bound to them by labels, claims that select a
+//! (NFS or CSI) reserved for their claims (`claimRef`), with claims that
+//! select them by labels, claims that select a
 //! volume that already exists, existing claims, dynamically provisioned
 //! claims, and the pod-only volumes (emptyDir, ConfigMap, Secret), each in
 //! the pods of the roles that mount it.
@@ -8,9 +9,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, ConfigMapVolumeSource, EmptyDirVolumeSource, KeyToPath,
-    NFSVolumeSource, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, SecretReference, SecretVolumeSource,
-    Volume, VolumeMount, VolumeResourceRequirements,
+    NFSVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec,
+    SecretReference, SecretVolumeSource, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
@@ -182,6 +183,16 @@ fn persistent_volume(
         persistent_volume_reclaim_policy: Some("Retain".to_owned()),
         // Empty class: bind only to the claim below, never to a provisioner.
         storage_class_name: Some(String::new()),
+        // Reserved for its claim: without it, any claim of no class (of any
+        // namespace, or one left without a class where the cluster has no
+        // default) that asks for no more could take the volume before its
+        // own claim did, and mount the export. The claim's selector only
+        // restricts the claim.
+        claim_ref: Some(ObjectReference {
+            namespace: Some(job.namespace.clone()),
+            name: Some(names::claim(&job.name, &v.name)),
+            ..ObjectReference::default()
+        }),
         ..PersistentVolumeSpec::default()
     };
     match source {
