@@ -1170,7 +1170,8 @@ fn names_of(yaml: &str, key: &str) -> std::collections::BTreeSet<String> {
 /// and no warning into namespaces that enforce `restricted`, and every pod
 /// its controllers create is admitted: kitchen-sink (every feature at
 /// once), storage, pod settings, patches, PyTorch on GPUs, resources,
-/// variants (the project's own output).
+/// variants (the project's own output), and the TensorFlow 1 example
+/// (the other examples run in the tests above).
 #[test]
 fn every_fixture_applies_and_its_pods_are_admitted() {
     let Some(c) = cluster() else { return };
@@ -1182,6 +1183,7 @@ fn every_fixture_applies_and_its_pods_are_admitted() {
         "pytorch-gpu",
         "resources",
         "variants",
+        "mnist-cpu",
     ] {
         let dir = scratch_example(fixture);
         let o = run(dir.path(), &["build", "-o", "out"]);
