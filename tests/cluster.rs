@@ -1300,3 +1300,39 @@ fn a_persistent_volume_is_reserved_for_its_claim() {
     let stranger = c.get(&["-n", other, "persistentvolumeclaim", "anything"]);
     assert_eq!(stranger["status"]["phase"], "Pending", "{stranger}");
 }
+
+/// Output of a trainc from before PersistentVolumes had a `claimRef`,
+/// synced and bound, then the output of this one applied over it: the
+/// API server takes the reservation without a conflict (the PersistentVolume
+/// controller owns the rest of `claimRef`, which Kubernetes merges field by
+/// field), and the claim stays bound to its volume.
+#[test]
+fn an_upgrade_reserves_a_bound_volume_in_place() {
+    let Some(c) = cluster() else { return };
+    let ns = &c.restricted_namespace("upgrade-pv");
+    let dir = built("mnist", "kubernetes", ns);
+    let deploy = dir.path().join("deploy");
+    let volume = walkdir::WalkDir::new(&deploy)
+        .into_iter()
+        .map(|e| e.expect("walk").into_path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("persistentvolume-"))
+        })
+        .expect("a PersistentVolume");
+    let current = fs::read_to_string(&volume).expect("read");
+    let reservation = format!("  claimRef:\n    name: mnist-data\n    namespace: {ns}\n");
+    assert!(current.contains(&reservation), "{current}");
+    fs::write(&volume, current.replace(&reservation, "")).expect("write");
+    c.apply(&deploy);
+    let bound = || {
+        let claim = c.get(&["-n", ns, "persistentvolumeclaim", "mnist-data"]);
+        (claim["status"]["phase"] == "Bound").then(|| claim["spec"]["volumeName"].clone())
+    };
+    let before = c.wait(&format!("claim {ns}/mnist-data to bind"), bound, || {
+        c.state(ns)
+    });
+    fs::write(&volume, &current).expect("write");
+    c.apply(&deploy);
+    assert_eq!(bound(), Some(before), "{}", c.state(ns));
+}
