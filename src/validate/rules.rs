@@ -37,14 +37,7 @@ impl Ctx<'_> {
         message: impl Into<String>,
         hint: impl Into<String>,
     ) {
-        let hint = hint.into();
-        let mut d = Diagnostic::new(message)
-            .path(self.doc.dotted(pointer))
-            .at(self.doc.locate(pointer));
-        if !hint.is_empty() {
-            d = d.hint(hint);
-        }
-        self.out.push(d);
+        self.push(Diagnostic::new(message), pointer, false, hint.into());
     }
 
     pub(crate) fn warning(
@@ -53,12 +46,7 @@ impl Ctx<'_> {
         message: impl Into<String>,
         hint: impl Into<String>,
     ) {
-        self.out.push(
-            Diagnostic::warning(message)
-                .path(self.doc.dotted(pointer))
-                .at(self.doc.locate(pointer))
-                .hint(hint),
-        );
+        self.push(Diagnostic::warning(message), pointer, false, hint.into());
     }
 
     pub(crate) fn warning_at_key(
@@ -67,12 +55,7 @@ impl Ctx<'_> {
         message: impl Into<String>,
         hint: impl Into<String>,
     ) {
-        self.out.push(
-            Diagnostic::warning(message)
-                .path(self.doc.dotted(pointer))
-                .at(self.doc.locate_key(pointer))
-                .hint(hint),
-        );
+        self.push(Diagnostic::warning(message), pointer, true, hint.into());
     }
 
     pub(crate) fn error_at_key(
@@ -81,12 +64,20 @@ impl Ctx<'_> {
         message: impl Into<String>,
         hint: impl Into<String>,
     ) {
-        self.out.push(
-            Diagnostic::new(message)
-                .path(self.doc.dotted(pointer))
-                .at(self.doc.locate_key(pointer))
-                .hint(hint),
-        );
+        self.push(Diagnostic::new(message), pointer, true, hint.into());
+    }
+
+    /// A finding about the value at `pointer`, located at the value or, for
+    /// a finding about the field itself, at its key; an empty hint is none.
+    fn push(&mut self, d: Diagnostic, pointer: &str, at_key: bool, hint: String) {
+        let at = if at_key {
+            self.doc.locate_key(pointer)
+        } else {
+            self.doc.locate(pointer)
+        };
+        let d = d.path(self.doc.dotted(pointer)).at(at);
+        self.out
+            .push(if hint.is_empty() { d } else { d.hint(hint) });
     }
 }
 
