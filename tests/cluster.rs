@@ -285,8 +285,14 @@ fn built(example: &str, target: &str, ns: &str) -> tempfile::TempDir {
 
 /// Sets what kwok does with the pods of `role`: edits every generated file
 /// so that each object and pod template labelled with the role carries
-/// `trainc.test/outcome: OUTCOME` too (and, for `fail`, an exit code).
+/// `trainc.test/outcome: OUTCOME` too.
 fn outcome(deploy: &Path, role: &str, outcome: &str) {
+    label_role(deploy, role, "trainc.test/outcome", outcome);
+}
+
+/// Adds the label `key: value` beside `trainc.dev/role: ROLE` in every
+/// generated file: to the role's objects and pod templates.
+fn label_role(deploy: &Path, role: &str, key: &str, value: &str) {
     let marker = format!("trainc.dev/role: {role}");
     for e in walkdir::WalkDir::new(deploy) {
         let e = e.expect("walk");
@@ -303,11 +309,30 @@ fn outcome(deploy: &Path, role: &str, outcome: &str) {
             out.push('\n');
             if line.trim() == marker {
                 let indent = &line[..line.len() - line.trim_start().len()];
-                out.push_str(&format!("{indent}trainc.test/outcome: {outcome}\n"));
+                out.push_str(&format!("{indent}{key}: \"{value}\"\n"));
             }
         }
         fs::write(e.path(), out).expect("write");
     }
+}
+
+/// The one generated file below `deploy` whose name starts with `prefix`.
+fn generated_file(deploy: &Path, prefix: &str) -> std::path::PathBuf {
+    let found: Vec<_> = walkdir::WalkDir::new(deploy)
+        .into_iter()
+        .map(|e| e.expect("walk").into_path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one {prefix}… in {}: {found:?}",
+        deploy.display()
+    );
+    found.into_iter().next().expect("one")
 }
 
 /// The run object's name: the one object of `resource` in the namespace.
@@ -614,6 +639,8 @@ fn a_failed_tensorflow_task_restarts_alone_then_fails() {
         outcome(&deploy, "chief", "running");
         outcome(&deploy, "ps", "running");
         outcome(&deploy, "worker", "fail");
+        // Slow enough for the test to see a worker between restarts.
+        label_role(&deploy, "worker", "trainc.test/run-for", "3s");
         c.apply(&deploy);
         let others = || {
             let mut uids: Vec<String> = ["chief", "ps"]
@@ -669,7 +696,14 @@ fn a_failed_tensorflow_task_restarts_alone_then_fails() {
         } else {
             let resource = "tfjobs.kubeflow.org";
             let name = run_name(&c, ns, resource);
-            assert_eq!(others(), before, "{}", c.state(ns));
+            // The chief and the parameter servers were never re-created
+            // (once the run has failed, the operator deletes them).
+            let now = others();
+            assert!(
+                now.iter().all(|uid| before.contains(uid)),
+                "{before:?} → {now:?}\n{}",
+                c.state(ns)
+            );
             let failed = c.wait(
                 &format!("TFJob {ns}/{name} to fail"),
                 || c.condition(ns, resource, &name, "Failed"),
@@ -991,11 +1025,7 @@ fn static_size_is_refused(c: &Cluster, ns: &str, project: &Path) {
         assert!(stderr(&o).contains("no storage class"), "{}", stderr(&o));
     }
     fs::write(&definition, text).expect("write");
-    let claim = walkdir::WalkDir::new(project.join("deploy"))
-        .into_iter()
-        .map(|e| e.expect("walk").into_path())
-        .find(|p| p.ends_with("persistentvolumeclaim-mnist-data.yaml"))
-        .expect("the claim");
+    let claim = generated_file(&project.join("deploy"), "persistentvolumeclaim-mnist-data.");
     c.wait(
         &format!("the claim of {ns} to be bound"),
         || {
@@ -1242,8 +1272,8 @@ fn every_fixture_applies_and_its_pods_are_admitted() {
 }
 
 /// A PersistentVolume trainc writes is reserved for its own claim: a claim
-/// of no class in another namespace, made while the volume waits for its
-/// claim, does not take it (it did, before the volume had a `claimRef`: a
+/// of no class in another namespace that selects the volume's labels, made
+/// while the volume waits for its claim, does not take it (it did, before the volume had a `claimRef`: a
 /// test's dynamic claim took another test's NFS volume here), and the
 /// run's claim binds to it once applied.
 #[test]
@@ -1252,14 +1282,7 @@ fn a_persistent_volume_is_reserved_for_its_claim() {
     let ns = &c.restricted_namespace("reserved");
     let other = &c.restricted_namespace("other-team");
     let dir = built("mnist", "kubernetes", ns);
-    let volume = walkdir::WalkDir::new(dir.path().join("deploy"))
-        .into_iter()
-        .map(|e| e.expect("walk").into_path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("persistentvolume-"))
-        })
-        .expect("a PersistentVolume");
+    let volume = generated_file(&dir.path().join("deploy"), "persistentvolume-");
     c.ok(&[
         "apply",
         "--server-side",
@@ -1273,6 +1296,10 @@ fn a_persistent_volume_is_reserved_for_its_claim() {
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "resources": {"requests": {"storage": "1Gi"}},
+            // Labels are no secret: any namespace can select this volume.
+            // The selector also keeps the claim off the volumes of the
+            // tests running beside this one.
+            "selector": {"matchLabels": {"trainc.dev/namespace": ns}},
         },
     });
     let file = tempfile::NamedTempFile::new().expect("temp file");
@@ -1299,6 +1326,7 @@ fn a_persistent_volume_is_reserved_for_its_claim() {
     );
     let stranger = c.get(&["-n", other, "persistentvolumeclaim", "anything"]);
     assert_eq!(stranger["status"]["phase"], "Pending", "{stranger}");
+    c.ok(&["delete", "-n", other, "persistentvolumeclaim", "anything"]);
 }
 
 /// Output of a trainc from before PersistentVolumes had a `claimRef`,
@@ -1312,14 +1340,7 @@ fn an_upgrade_reserves_a_bound_volume_in_place() {
     let ns = &c.restricted_namespace("upgrade-pv");
     let dir = built("mnist", "kubernetes", ns);
     let deploy = dir.path().join("deploy");
-    let volume = walkdir::WalkDir::new(&deploy)
-        .into_iter()
-        .map(|e| e.expect("walk").into_path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("persistentvolume-"))
-        })
-        .expect("a PersistentVolume");
+    let volume = generated_file(&deploy, "persistentvolume-");
     let current = fs::read_to_string(&volume).expect("read");
     let reservation = format!("  claimRef:\n    name: mnist-data\n    namespace: {ns}\n");
     assert!(current.contains(&reservation), "{current}");
