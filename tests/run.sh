@@ -8,15 +8,18 @@
 # mandoc (completions and man pages); from npm the GitHub Actions toolkit.
 # So it works on a fresh clone and, once installed, offline.
 set -euo pipefail
+# Under pipefail, `cmd | grep -q` fails at random: grep -q leaves at its
+# first match and cmd, still writing, dies of SIGPIPE (exit 141). So the
+# checks below read all of their input: `grep ... >/dev/null`.
 cd "$(dirname "$0")/.."
 
 venv=target/tools/venv
 kv_version=1.37.0
 pc_version=4.7.0
 hl_version=2.15.1
-if ! "$venv/bin/kubernetes-validate" --version 2>/dev/null | grep -q "$kv_version" ||
-   ! "$venv/bin/pre-commit" --version 2>/dev/null | grep -q "$pc_version" ||
-   ! "$venv/bin/hadolint" --version 2>/dev/null | grep -q "$hl_version"; then
+if ! "$venv/bin/kubernetes-validate" --version 2>/dev/null | grep "$kv_version" >/dev/null ||
+   ! "$venv/bin/pre-commit" --version 2>/dev/null | grep "$pc_version" >/dev/null ||
+   ! "$venv/bin/hadolint" --version 2>/dev/null | grep "$hl_version" >/dev/null; then
   # From scratch: a venv moved with its clone has scripts pointing elsewhere.
   rm -rf "$venv"
   python3 -m venv "$venv"
@@ -98,7 +101,7 @@ export TRAINC_TORCH_PYTHON="$PWD/$torch_dir/python"
 # its dependencies are many and pinned tighter than the tools above.
 ck_venv=target/tools/checkov
 ck_version=3.3.30
-if ! "$ck_venv/bin/checkov" --version 2>/dev/null | grep -qx "$ck_version"; then
+if ! "$ck_venv/bin/checkov" --version 2>/dev/null | grep -x "$ck_version" >/dev/null; then
   rm -rf "$ck_venv"
   python3 -m venv "$ck_venv"
   "$ck_venv/bin/pip" install --quiet --disable-pip-version-check "checkov==$ck_version"
@@ -130,7 +133,7 @@ if [ ! -e "$shells_stamp" ] || [ "$shells_stamp" = "$shells_dir/.trainc-" ]; the
   root="$PWD/$shells_dir/root"
   # zsh ignores a module path from the environment: its start-up file sets
   # it, and an empty .zshrc keeps interactive shells from asking questions.
-  zsh_lib=$(dirname "$(find "$root/usr/lib" -name zle.so | head -1)")
+  zsh_lib=$(dirname "$(find "$root/usr/lib" -name zle.so -print -quit)")
   cat > "$shells_dir/zdotdir/.zshenv" <<ZSHENV
 module_path=($(dirname "$zsh_lib"))
 fpath=($root/usr/share/zsh/functions/**/*(/N) \$fpath)
@@ -187,7 +190,7 @@ export TRAINC_ACTIONS_CORE="$PWD/$core_dir/node_modules/@actions/core/lib/core.j
 # made anew every run (docs/development.md has the times).
 mt_venv=target/tools/maturin
 mt_version=1.16.0
-if ! "$mt_venv/bin/maturin" --version 2>/dev/null | grep -qx "maturin $mt_version"; then
+if ! "$mt_venv/bin/maturin" --version 2>/dev/null | grep -x "maturin $mt_version" >/dev/null; then
   rm -rf "$mt_venv"
   python3 -m venv "$mt_venv"
   "$mt_venv/bin/pip" install --quiet --disable-pip-version-check "maturin==$mt_version"
