@@ -1,12 +1,13 @@
-//! What `trainc build` costs, next to the floors it is judged by (issue 14's
-//! goals), on tmpfs (`/dev/shm`) and on disk (`target/bench-scratch`):
+//! What `trainc build` costs, next to the floors it is judged by (issue 36's
+//! budgets), on tmpfs (`/dev/shm`) and on disk (`target/bench-scratch`):
 //!
 //! - cold: a build into an empty directory with an empty cache, against
 //!   `cp -r` of the tree it produced (and `cp -r` + `sync`, since trainc makes
 //!   its writes durable and `cp` does not);
-//! - edits: on a built tree, a cached no-op build, and `build --check`,
-//!   `diff` and `build` after editing one definition, then K, each timed
-//!   right after the same command on the unedited tree (its floor);
+//! - edits: on a built tree, reading every file of it back (`cat`), a
+//!   cached no-op build, and `build --check`, `diff` and `build` after
+//!   editing one definition, each timed right after the same command on
+//!   the unedited tree (its floor);
 //! - peak RSS of every trainc run (`wait4`'s `ru_maxrss`).
 //!
 //! No timed run deletes anything, and none follows a delete closely: every
@@ -19,14 +20,11 @@
 //! pages, and every edit run starts from the same state: the definitions as
 //! generated, built, and settled by an untimed no-op build.
 //!
-//! cargo bench --bench build -- [--jobs N] [--runs R] [--edits K] [--ps P]
+//! cargo bench --bench build -- [--jobs N] [--runs R] [--ps P]
 //!     [--workers W] [--fs tmpfs|disk|all] [--phase cold|edits|all] [--pin CPU]
 //!
 //! With `--pin CPU` every timed process runs on that one CPU (trainc then
-//! works on one thread): what an edit adds is a millisecond or two of CPU,
-//! and on a machine of two virtual cores the waking and migrating of a
-//! second thread spreads a run's CPU time by more than that. The ratios of
-//! what edits add are printed with their 90% intervals either way.
+//! works on one thread).
 //!
 //! With `--dirty-mb N` it measures instead what a one-job build pays for N MB of
 //! another program's unwritten data on the same file system (see `dirty`):
@@ -96,7 +94,6 @@ enum Which {
 struct Args {
     jobs: usize,
     runs: usize,
-    edits: usize,
     ps: usize,
     workers: usize,
     /// tmpfs, disk.
@@ -121,7 +118,7 @@ struct Dirty {
     bin: Option<PathBuf>,
 }
 
-const USAGE: &str = "usage: [--jobs N] [--runs R] [--edits K] [--ps P] [--workers W] \
+const USAGE: &str = "usage: [--jobs N] [--runs R] [--ps P] [--workers W] \
                      [--fs tmpfs|disk|all] [--phase cold|edits|all] [--pin CPU] \
                      | --dirty-mb N [--runs R] [--dirty-dir DIR] [--bin PATH]";
 
@@ -129,7 +126,6 @@ fn parse_args() -> Args {
     let mut args = Args {
         jobs: 1000,
         runs: 7,
-        edits: 10,
         ps: 2,
         workers: 8,
         fs: Which::Both,
@@ -145,7 +141,6 @@ fn parse_args() -> Args {
         args.smoke = true;
         args.jobs = 3;
         args.runs = 1;
-        args.edits = 2;
     }
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -164,7 +159,6 @@ fn parse_args() -> Args {
         let slot = match flag.as_str() {
             "--jobs" => &mut args.jobs,
             "--runs" => &mut args.runs,
-            "--edits" => &mut args.edits,
             "--ps" => &mut args.ps,
             "--workers" => &mut args.workers,
             "--pin" => {
@@ -199,14 +193,8 @@ fn parse_args() -> Args {
             .unwrap_or_else(|e| panic!("{flag} {value:?}: {e}"));
     }
     assert!(
-        args.jobs > 0 && args.runs > 0 && args.edits > 0,
-        "--jobs, --runs and --edits must be positive"
-    );
-    assert!(
-        args.edits <= args.jobs,
-        "--edits {} is more than --jobs {}",
-        args.edits,
-        args.jobs
+        args.jobs > 0 && args.runs > 0,
+        "--jobs and --runs must be positive"
     );
     args
 }
@@ -252,71 +240,9 @@ impl Series {
         self.0.iter().map(|s| s.wall).max().unwrap_or_default()
     }
 
-    /// The median over the runs of this series' sample less `floor`'s of
-    /// the same run, in seconds. Each floor is timed right before the
-    /// sample it is taken from (see [`after_edit`]), so each difference is
-    /// taken where the machine was in one state: a no-op's spread between
-    /// runs (tens of milliseconds on a busy machine) cancels out of what an
-    /// edit adds to it.
-    fn above(&self, floor: &Series, f: impl Fn(&Sample) -> Duration) -> f64 {
-        let runs: Vec<usize> = (0..self.0.len().min(floor.0.len())).collect();
-        self.above_in(floor, f, &runs)
-    }
-
-    /// [`Series::above`] over the runs `runs` (drawn again by
-    /// [`resamples`]).
-    fn above_in(&self, floor: &Series, f: impl Fn(&Sample) -> Duration, runs: &[usize]) -> f64 {
-        let d: Vec<f64> = runs
-            .iter()
-            .map(|&i| secs(f(&self.0[i])) - secs(f(&floor.0[i])))
-            .collect();
-        median(d, f64::total_cmp, |a, b| (a + b) / 2.0).unwrap_or(0.0)
-    }
-
     fn peak_rss_mib(&self) -> f64 {
         self.0.iter().map(|s| s.rss_kib).max().unwrap_or(0) as f64 / 1024.0
     }
-}
-
-/// How many times [`resamples`] draws the runs.
-const DRAWS: usize = 2000;
-
-/// `DRAWS` draws of `n` runs with replacement, by a fixed generator
-/// (xorshift): the same samples always give the same interval.
-fn resamples(n: usize) -> impl Iterator<Item = Vec<usize>> {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let n64 = n.max(1) as u64;
-    (0..DRAWS).map(move |_| {
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                usize::try_from(state % n64).unwrap_or(0)
-            })
-            .collect()
-    })
-}
-
-/// What `k` edits add above the no-op over what one adds, in measure `m`
-/// (see [`Series::above`]), with the 5th and 95th percentiles of the same
-/// ratio over the runs drawn again ([`resamples`]): one edit adds a few
-/// milliseconds to a floor whose run-to-run spread can be larger, and the
-/// interval says whether the runs tell the ratio at all.
-fn edit_ratio(e: &Edits, series: PickSeries, m: Measure) -> (f64, f64, f64) {
-    let ratio =
-        |runs: &[usize]| series(&e.many).added_in(m, runs) / series(&e.one).added_in(m, runs);
-    let all: Vec<usize> = (0..e.noop.0.len()).collect();
-    let mut draws: Vec<f64> = resamples(all.len())
-        .map(|runs| ratio(&runs))
-        .filter(|v| !v.is_nan())
-        .collect();
-    draws.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let i = ((draws.len().saturating_sub(1)) as f64 * q).round() as usize;
-        draws.get(i).copied().unwrap_or(f64::NAN)
-    };
-    (ratio(&all), at(0.05), at(0.95))
 }
 
 fn secs(d: Duration) -> f64 {
@@ -616,17 +542,6 @@ struct Paired {
     edited: Series,
 }
 
-impl Paired {
-    /// What the edit added, per run (see [`Series::above`]).
-    fn added(&self, m: Measure) -> f64 {
-        self.edited.above(&self.floor, m)
-    }
-
-    fn added_in(&self, m: Measure, runs: &[usize]) -> f64 {
-        self.edited.above_in(&self.floor, m, runs)
-    }
-}
-
 /// `build --check`, `diff` and `build`, each timed on the settled tree and
 /// then after editing the same definitions.
 #[derive(Default)]
@@ -638,15 +553,15 @@ struct AfterEdit {
     written: usize,
 }
 
-/// The cached no-op floor and what edits cost above it, on one output
-/// directory that every run brings back to the same state, untimed.
+/// Reading the tree back, the cached no-op, and what an edit costs, on one
+/// output directory that every run brings back to the same state, untimed.
 #[derive(Default)]
 struct Edits {
     files: usize,
+    read_back: Series,
     noop: Series,
     uncached: Series,
     one: AfterEdit,
-    many: AfterEdit,
 }
 
 const OUT: &str = "edited";
@@ -714,6 +629,14 @@ fn edit_phase(project: &Project, args: &Args) -> Edits {
         eprintln!("no-op and edits, run {} of {}", run + 1, args.runs);
         let before = stamps(&out);
         sync();
+        let (sample, code) = measure(Command::new("sh").current_dir(project.dir()).args([
+            "-c",
+            "find \"$0\" -type f -exec cat {} + >/dev/null",
+            OUT,
+        ]));
+        assert_eq!(code, 0, "reading the tree back failed");
+        edits.read_back.0.push(sample);
+        sync();
         edits.noop.0.push(project.trainc(&["build"], OUT, CACHE, 0));
         sync();
         edits
@@ -726,7 +649,6 @@ fn edit_phase(project: &Project, args: &Args) -> Edits {
         );
         edits.files = count_files(&before);
         after_edit(project, 1, &mut edits.one);
-        after_edit(project, args.edits, &mut edits.many);
     }
     edits
 }
@@ -821,37 +743,6 @@ fn goal_row(
     );
 }
 
-/// One line of a figure with its 90% interval per file system, held to
-/// the goal `band` (both ends included): `met` when the whole interval is
-/// within it, `NOT met` when the whole interval is outside, and otherwise
-/// that the runs cannot tell.
-fn interval_row(
-    label: &str,
-    results: &[FsResult],
-    value: impl Fn(&FsResult) -> Option<(f64, f64, f64)>,
-    goal: &str,
-    band: (f64, f64),
-) {
-    let verdict = |lo: f64, hi: f64| {
-        if lo >= band.0 && hi <= band.1 {
-            "met"
-        } else if hi < band.0 || lo > band.1 {
-            "NOT met"
-        } else {
-            "the runs cannot tell"
-        }
-    };
-    verdict_row(
-        label,
-        results,
-        |r| {
-            value(r)
-                .map(|(v, lo, hi)| (format!("{v:.2} (90% {lo:.1} to {hi:.1})"), verdict(lo, hi)))
-        },
-        Some(goal),
-    );
-}
-
 /// One line: per file system the cell `cell` gives and its verdict, the
 /// verdicts after `goal` when there is one; nothing for a phase not run.
 fn verdict_row(
@@ -879,8 +770,6 @@ fn verdict_row(
 }
 
 type PickSeries = fn(&AfterEdit) -> &Paired;
-type Measure = fn(&Sample) -> Duration;
-type PickEdit = fn(&Edits) -> &AfterEdit;
 
 fn print_report(args: &Args, results: &[FsResult]) {
     println!(
@@ -918,24 +807,23 @@ fn print_report(args: &Args, results: &[FsResult]) {
     time_row("cold build", results, |r| cold(r).map(|c| &c.build));
     time_row("cp -r", results, |r| cold(r).map(|c| &c.cp));
     time_row("cp -r + sync", results, |r| cold(r).map(|c| &c.cp_sync));
+    time_row("read the tree back (cat)", results, |r| {
+        edits(r).map(|e| &e.read_back)
+    });
     time_row("no-op build (cached)", results, |r| {
         edits(r).map(|e| &e.noop)
     });
     time_row("no-op build --no-cache", results, |r| {
         edits(r).map(|e| &e.uncached)
     });
-    for (n, pick) in [
-        (1, (|e: &Edits| &e.one) as PickEdit),
-        (args.edits, |e: &Edits| &e.many),
-    ] {
-        time_row(&format!("{n} edited: build --check"), results, |r| {
-            edits(r).map(|e| &pick(e).check.edited)
-        });
-        time_row(&format!("{n} edited: diff"), results, |r| {
-            edits(r).map(|e| &pick(e).diff.edited)
-        });
-        time_row(&format!("{n} edited: build"), results, |r| {
-            edits(r).map(|e| &pick(e).build.edited)
+    let commands: [(&str, PickSeries); 3] = [
+        ("build --check", |a| &a.check),
+        ("diff", |a| &a.diff),
+        ("build", |a| &a.build),
+    ];
+    for (name, series) in commands {
+        time_row(&format!("1 edited: {name}"), results, |r| {
+            edits(r).map(|e| &series(&e.one).edited)
         });
     }
 
@@ -950,7 +838,7 @@ fn print_report(args: &Args, results: &[FsResult]) {
         results,
         cold_ratio(|c| &c.cp),
         "x",
-        Some(("<= 1.5x", &within(1.5))),
+        Some(("<= 1.3x", &within(1.3))),
     );
     goal_row(
         "cold build / (cp -r + sync)",
@@ -959,71 +847,27 @@ fn print_report(args: &Args, results: &[FsResult]) {
         "x",
         None,
     );
-    let commands: [(&str, PickSeries); 3] = [
-        ("build --check", |a| &a.check),
-        ("diff", |a| &a.diff),
-        ("build", |a| &a.build),
-    ];
+    goal_row(
+        "no-op / read the tree back",
+        results,
+        |r| edits(r).map(|e| secs(e.noop.median()) / secs(e.read_back.median())),
+        "x",
+        Some(("<= 1.2x", &within(1.2))),
+    );
     for (name, series) in commands {
         goal_row(
             &format!("1 edited: {name} / no-op"),
             results,
             |r| edits(r).map(|e| secs(series(&e.one).edited.median()) / secs(e.noop.median())),
             "x",
-            Some(("<= 3x", &within(3.0))),
+            Some(("<= 1.5x", &within(1.5))),
         );
-    }
-    // "About 10x" for 10 edits: held to half to twice the number of edits.
-    // What an edit adds is taken within each run (see `Series::above`), in
-    // wall time and in CPU time, and judged by its 90% interval over the
-    // runs drawn again (`edit_ratio`): a verdict the next series could
-    // reverse is not given.
-    let k = args.edits as f64;
-    let about = (k / 2.0, k * 2.0);
-    let goal = format!("about {}x", args.edits);
-    let measures: [(&str, Measure); 2] = [("wall", |s| s.wall), ("CPU", |s| s.cpu)];
-    for (name, series) in commands {
-        for (measure, m) in measures {
-            interval_row(
-                &format!("{name}: ({} - no-op)/(1 - no-op), {measure}", args.edits),
-                results,
-                |r| edits(r).map(|e| edit_ratio(e, series, m)),
-                &goal,
-                about,
-            );
-        }
-    }
-    // What that ratio is made of, in CPU time: what each edited job adds,
-    // and what any edit pays once above the no-op. Ten edits cost ten times
-    // one above the no-op only when the second is small beside the first.
-    if args.edits > 1 {
-        let cpu: Measure = |s| s.cpu;
-        for (name, series) in commands {
-            let per_job = move |e: &Edits| {
-                (series(&e.many).added(cpu) - series(&e.one).added(cpu)) / (k - 1.0)
-            };
-            goal_row(
-                &format!("{name}: each edited job, CPU"),
-                results,
-                |r| edits(r).map(|e| 1000.0 * per_job(e)),
-                " ms",
-                None,
-            );
-            goal_row(
-                &format!("{name}: any edit, once, CPU"),
-                results,
-                |r| edits(r).map(|e| 1000.0 * (series(&e.one).added(cpu) - per_job(e))),
-                " ms",
-                None,
-            );
-        }
     }
 
     println!("\npeak RSS MiB (wait4 ru_maxrss, max over the runs)");
     header(results);
     let (rss_text, rss_limit) = match args.jobs {
-        1000 => ("<= 150 MiB at 1,000 jobs", 150.0),
-        5000 => ("<= 300 MiB at 5,000 jobs", 300.0),
+        ..=5000 => ("<= 150 MiB up to 5,000 jobs", 150.0),
         _ => ("", 0.0),
     };
     let rss_ok = within(rss_limit);
@@ -1053,19 +897,14 @@ fn print_report(args: &Args, results: &[FsResult]) {
     if results.iter().all(|r| r.edits.is_none()) {
         return;
     }
-    println!("\nfiles written by a build after the edits");
+    println!("\nfiles written by a build after the edit");
     header(results);
-    for (n, pick) in [
-        (1, (|e: &Edits| &e.one) as PickEdit),
-        (args.edits, |e: &Edits| &e.many),
-    ] {
-        print!("{:<LABEL$}", format!("{n} edited"));
-        for r in results {
-            let cell = edits(r).map_or_else(|| "-".into(), |e| pick(e).written.to_string());
-            print!(" {cell:>CELL$}");
-        }
-        println!();
+    print!("{:<LABEL$}", "1 edited");
+    for r in results {
+        let cell = edits(r).map_or_else(|| "-".into(), |e| e.one.written.to_string());
+        print!(" {cell:>CELL$}");
     }
+    println!();
 }
 
 fn main() {

@@ -922,7 +922,7 @@ pub fn shared_jobs(project: &Project, sets: &[Set], jobs: &[Vec<&Summary>]) -> V
 /// A variant without a build directory of its own whose patches change
 /// what an image is built from: nothing would build the image its
 /// manifests name.
-fn foreign_images(
+pub fn foreign_images(
     project: &Project,
     variant: &Variant,
     images: &std::collections::BTreeSet<String>,

@@ -94,14 +94,8 @@ pub fn unmatched(variant: &Variant, docs: &[Document], project: &Document) -> Ve
         .filter_map(name_of)
         .collect();
     let known: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    variant
-        .patches
-        .iter()
-        .filter_map(|p| {
-            let job = p.job.as_deref()?;
-            if names.contains(job) {
-                return None;
-            }
+    unknown_jobs(variant, &names)
+        .map(|(p, job)| {
             let at = format!("{}/job", p.pointer);
             let hint = match crate::validate::did_you_mean(job, names.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
@@ -110,14 +104,25 @@ pub fn unmatched(variant: &Variant, docs: &[Document], project: &Document) -> Ve
                     known.join(", ")
                 ),
             };
-            Some(
-                Diagnostic::new(format!("no definition is named `{job}`"))
-                    .path(project.dotted(&at))
-                    .at(project.locate(&at))
-                    .hint(hint),
-            )
+            Diagnostic::new(format!("no definition is named `{job}`"))
+                .path(project.dotted(&at))
+                .at(project.locate(&at))
+                .hint(hint)
         })
         .collect()
+}
+
+/// The patches of `variant` whose `job:` is none of `names` (the
+/// definitions' `metadata.name`s), with that `job:`: the one rule of
+/// [`unmatched`], which the build cache runs over its summaries.
+pub fn unknown_jobs<'a>(
+    variant: &'a Variant,
+    names: &'a BTreeSet<&str>,
+) -> impl Iterator<Item = (&'a Patch, &'a str)> {
+    variant.patches.iter().filter_map(|p| {
+        let job = p.job.as_deref()?;
+        (!names.contains(job)).then_some((p, job))
+    })
 }
 
 #[cfg(test)]

@@ -54,22 +54,13 @@ impl Project {
             .expect("trainc runs")
     }
 
-    /// The records' heads.
+    /// The records.
     fn records(&self) -> Vec<PathBuf> {
-        self.builds("rec")
-    }
-
-    /// The pieces of the records.
-    fn pieces(&self) -> Vec<PathBuf> {
-        self.builds("piece")
-    }
-
-    fn builds(&self, extension: &str) -> Vec<PathBuf> {
         let dir = self.cache.path().join("builds");
         let mut out: Vec<PathBuf> = fs::read_dir(dir)
             .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
-        out.retain(|p| p.extension().is_some_and(|e| e == extension));
+        out.retain(|p| p.extension().is_some_and(|e| e == "rec"));
         out.sort();
         out
     }
@@ -475,44 +466,26 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         assert_eq!(stderr(&o), format!("cache: compiling, because {why}\n"));
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
     }
-    // A record whose head or any piece is cut short, has a byte changed
-    // or is gone (a piece of the snapshots, or of the per-file part only
-    // an incremental build reads: hence the edit) is not believed: the
-    // build compiles everything, as without the cache, and records anew.
+    // A record cut short, with a byte changed or gone (read by the
+    // incremental build an edit makes, hence the edit) is not believed:
+    // the build compiles everything, as without the cache, and records
+    // anew.
     let before = p.output();
-    let pieces = p.pieces().len();
-    assert_eq!(
-        pieces, 3,
-        "the two directories' snapshots, the per-file part"
-    );
     let mut rate = ["0.001", "0.002"];
-    // Each piece by its size, which tells them apart across the edits.
-    let by_size = |i: usize| {
-        let mut pieces = p.pieces();
-        pieces.sort_by_key(|f| fs::metadata(f).expect("stat").len());
-        pieces[i].clone()
-    };
-    let mut damages = vec![("head cut", None), ("head changed", None)];
-    for i in 0..pieces {
-        for what in ["piece cut", "piece changed", "piece gone"] {
-            damages.push((what, Some(i)));
-        }
-    }
-    for (damage, piece) in damages {
-        let file = piece.map_or_else(|| record.clone(), by_size);
-        let mut bytes = fs::read(&file).expect("read");
+    for damage in ["cut", "changed", "gone"] {
+        let mut bytes = fs::read(&record).expect("read");
         match damage {
-            "head cut" | "piece cut" => bytes.truncate(bytes.len() / 2),
-            "piece gone" => bytes.clear(),
+            "cut" => bytes.truncate(bytes.len() / 2),
+            "gone" => bytes.clear(),
             _ => {
                 let i = bytes.len() - 30;
                 bytes[i] ^= 0x01;
             }
         }
         if bytes.is_empty() {
-            fs::remove_file(&file).expect("rm");
+            fs::remove_file(&record).expect("rm");
         } else {
-            fs::write(&file, &bytes).expect("write");
+            fs::write(&record, &bytes).expect("write");
         }
         p.edit(
             "jobs/mnist.yaml",
@@ -522,18 +495,22 @@ fn a_broken_or_unwritable_cache_never_fails_a_build() {
         rate.reverse();
         let o = p.run(&["build", "-v"]);
         assert!(o.status.success(), "{damage}: {}", stderr(&o));
+        let why = if damage == "gone" {
+            "no record of an earlier build"
+        } else {
+            "the record is damaged"
+        };
         assert_eq!(
             stderr(&o),
-            "cache: compiling, because the record is damaged\n",
-            "{damage} {}",
-            file.display()
+            format!("cache: compiling, because {why}\n"),
+            "{damage}"
         );
         assert_eq!(p.output(), p.fresh_output(), "{damage}");
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT, "{damage}");
         assert_eq!(
-            p.pieces().len(),
-            pieces,
-            "{damage}: the damaged piece is replaced"
+            p.records(),
+            std::slice::from_ref(&record),
+            "{damage}: the record is replaced"
         );
     }
     if rate[0] != "0.001" {
@@ -843,60 +820,29 @@ fn an_edit_compiles_only_the_file_that_changed() {
 }
 
 /// Among hundreds of definition files, whose paths differ in a digit or
-/// two, an edit still finds each file's record (by a hash of the path's
-/// bytes) and patches: one job re-rendered, the output a fresh build's, and
-/// the record it writes (each record back in its place) serves the next
-/// edit and the next no-op.
+/// two, an edit still finds each file's record and patches: one job
+/// re-rendered, the output a fresh build's, and the record it writes
+/// serves the next edit and the next no-op.
 #[test]
 fn an_edit_among_hundreds_of_files_is_patched() {
-    use std::os::unix::fs::MetadataExt as _;
     let p = Project::many(300);
-    let pieces = || -> std::collections::BTreeMap<PathBuf, u64> {
-        p.pieces()
-            .into_iter()
-            .map(|f| {
-                let ino = fs::metadata(&f).expect("stat").ino();
-                (f, ino)
-            })
-            .collect()
-    };
     for (file, from, to) in [
         ("job-150", "0.001", "0.01"),
         ("job-15", "0.001", "0.01"),
         ("job-150", "0.01", "0.02"),
     ] {
-        let before = pieces();
         p.build_after_rate_edit(file, from, to, 300);
         assert_eq!(stderr(&p.run(&["build", "-v"])), HIT);
-        // The record is written where the edit is: the piece of the output
-        // directory's snapshot that holds the job's files (two, if they
-        // straddle a cut) and the piece of the per-file part that holds the
-        // definition's. The others are left as they were; the pieces no
-        // longer named are gone.
-        let after = pieces();
-        let new = after
-            .iter()
-            .filter(|(f, ino)| before.get(*f) != Some(ino))
-            .count();
-        assert!(
-            (2..=3).contains(&new),
-            "{new} pieces written of {}",
-            after.len()
-        );
-        assert!(after.len() > 8, "{} pieces", after.len());
-        assert_eq!(after.len(), before.len());
     }
     assert_eq!(p.output(), p.fresh_output());
 }
 
 /// An edit made once the last build's files are no longer racy, as in
-/// everyday use: the record written after it names again the pieces of
-/// the record it read that hold no changed entry (the debug build the
-/// tests run checks every such piece against the encoding of its entries),
-/// and it vouches for the output like any other. So does the record a
-/// no-op rewrites after hashing files again (here: after a `touch`).
+/// everyday use: the record written after it vouches for the output like
+/// any other. So does the record a no-op rewrites after hashing files
+/// again (here: after a `touch`).
 #[test]
-fn a_record_after_an_edit_copies_what_did_not_change() {
+fn a_record_after_a_settled_edit_vouches_for_the_output() {
     let p = Project::many(6);
     let settle = || std::thread::sleep(Duration::from_millis(120));
     settle();
@@ -987,7 +933,7 @@ fn a_duplicate_across_an_edited_and_an_unedited_file_is_found() {
         if args.contains(&"-v") {
             assert!(
                 err.starts_with(
-                    "cache: compiling, because job `ml/job-1` is defined twice; the build will report it\n"
+                    "cache: compiling, because a job is defined twice; the build will report it\n"
                 ),
                 "{err}"
             );
@@ -1067,9 +1013,14 @@ fn warnings_are_shown_by_every_build() {
         assert_eq!(cached.status.code(), uncached.status.code(), "{args:?}");
         let err = stderr(&cached);
         let mut lines = err.lines();
+        // Each file compiled, with why (`build -v`).
         assert_eq!(
-            lines.next(),
-            Some("cache: re-rendering 2 jobs of 3, because jobs/job-2.yaml changed")
+            lines.by_ref().take(3).collect::<Vec<_>>(),
+            [
+                "cache: re-rendering 2 jobs of 3, because jobs/job-2.yaml changed",
+                "cache:   jobs/job-1.yaml had warnings, which every build shows",
+                "cache:   jobs/job-2.yaml changed",
+            ]
         );
         assert_eq!(lines.collect::<Vec<_>>(), findings(&stderr(&uncached)));
         assert!(err.contains("is tagged `latest`"), "{err}");
@@ -1090,7 +1041,7 @@ fn a_build_with_nothing_changed_shows_the_warnings_again() {
         "  security: {networkPolicy: {enabled: false}}\n  tensorboard:",
     );
     // Refused before anything is written, the cache left as it was.
-    let before = (p.output(), p.records(), p.pieces());
+    let before = (p.output(), p.records());
     let o = p.run(&["build", "--deny-warnings"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -1098,7 +1049,7 @@ fn a_build_with_nothing_changed_shows_the_warnings_again() {
         "{}",
         stderr(&o)
     );
-    assert_eq!((p.output(), p.records(), p.pieces()), before);
+    assert_eq!((p.output(), p.records()), before);
     let first = p.run(&["build", "-v"]);
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(
@@ -1343,7 +1294,7 @@ fn a_generated_name_taken_by_an_edit_is_found_among(n: usize, file: &str) {
         assert_eq!(findings(&err), findings(&stderr(&uncached)), "{args:?}");
         if args.contains(&"-v") {
             assert!(
-                err.starts_with("cache: compiling, because a job that changed and another generate the same object; the build will report it\n"),
+                err.starts_with("cache: compiling, because two jobs generate the same object; the build will report it\n"),
                 "{err}"
             );
         }

@@ -38,7 +38,6 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::codec::{Body, FilePiece, PartSum, Piece};
 use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
 use crate::emit;
@@ -47,41 +46,8 @@ use crate::load;
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::{self, Change, Found, Op, Plan};
 
-/// FxHash, as rustc uses it: the maps of an incremental build hold a few
-/// thousand short keys of the project's own, where SipHash was a visible
-/// part of an edit's cost (hash flooding is no concern for a local build).
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl Fx {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(c);
-            self.add(u64::from_le_bytes(word));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
-type FxSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fx>>;
-
 /// What one definition file made in the last build.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SourceRecord {
     pub path: PathBuf,
     /// [`source_hash`] of its bytes.
@@ -89,35 +55,12 @@ pub struct SourceRecord {
     /// Findings that did not stop the build were about it: it is compiled
     /// by every build, so that they are shown every time.
     pub warned: bool,
-    /// One per set resolved ([`Compiled::parts`]); empty while `body`
-    /// holds them undecoded.
+    /// One per set resolved ([`Compiled::parts`]).
     pub parts: Vec<PartRecord>,
-    /// The parts as a record holds them ([`super::codec::decode_parts`]): decoded
-    /// only for the files that changed, written back as they were read.
-    pub body: Option<super::codec::Body>,
-    /// Of a record read: its place in the record's list. A piece of the
-    /// record whose records are all still at their places, with their
-    /// bodies, is named again and not written.
-    pub at: Option<usize>,
-}
-
-impl SourceRecord {
-    /// The stand-in for the record at place `at` of a piece not read: it
-    /// names the piece again, and holds nothing else ([`Body::Unread`]).
-    pub fn stand_in(at: usize) -> Self {
-        Self {
-            path: PathBuf::new(),
-            hash: String::new(),
-            warned: false,
-            parts: Vec::new(),
-            body: Some(Body::Unread),
-            at: Some(at),
-        }
-    }
 }
 
 /// What a definition file made for one set.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct PartRecord {
     pub docs: Vec<Summary>,
     pub jobs: Vec<JobRecord>,
@@ -126,7 +69,7 @@ pub struct PartRecord {
     pub builds: Vec<BuildRecord>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobRecord {
     pub namespace: String,
     pub name: String,
@@ -137,7 +80,7 @@ pub struct JobRecord {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BuildRecord {
     pub target: String,
     pub source: String,
@@ -149,16 +92,12 @@ pub struct BuildRecord {
 }
 
 /// The per-file part of a record.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Files {
     /// [`super::Request::global_key`] of the build.
     pub global: String,
     /// In path order.
     pub sources: Vec<SourceRecord>,
-    /// The pieces that held `sources` when read; none in a build's own.
-    pub pieces: Vec<FilePiece>,
-    /// One per set.
-    pub sums: Vec<PartSum>,
 }
 
 /// What a build leaves for the next: the per-file records (`None` when a
@@ -175,35 +114,6 @@ pub struct State {
     pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
     /// The key of the inputs, when it is known already.
     pub(super) key: Option<String>,
-    /// Of an incremental build that patches: the record it read, for the
-    /// directories found as that record says ([`super::codec::Reuse`]).
-    pub(super) base: Option<Base>,
-    /// Of an incremental build: the pieces that held the definition files'
-    /// records it read ([`Files::pieces`]).
-    pub(super) pieces: Vec<FilePiece>,
-    /// What the rules across files need of each set ([`Files::sums`]).
-    pub(super) sums: Vec<PartSum>,
-}
-
-/// Of a record read, each directory's snapshot as read ([`AsRead`]), and
-/// which entries of each have changed since it was read.
-#[derive(Debug, Default)]
-pub(super) struct Base {
-    pub dirs: HashMap<PathBuf, AsRead>,
-    pub moved: HashMap<PathBuf, Vec<usize>>,
-}
-
-/// What a record read says of one directory's snapshot beside its entries:
-/// all of it gone when a walk plans the directory anew.
-#[derive(Debug, Default)]
-pub(super) struct AsRead {
-    /// The pieces that hold it ([`super::codec::Reuse`]).
-    pub pieces: Option<Vec<super::codec::Piece>>,
-    /// Whether it holds no racy entry ([`snapshot::after`]).
-    pub calm: bool,
-    /// Its census ([`snapshot::Census`]), adjusted when entries are
-    /// hashed again.
-    pub census: Option<snapshot::Census>,
 }
 
 impl State {
@@ -225,43 +135,13 @@ impl State {
                 hashes.insert(b.to_path_buf(), hash_tree(&out.builds));
             }
         }
-        let sources = records(sets, compiled);
-        let sums = sources
-            .as_deref()
-            .map(|s| sums_of(s, compiled.parts.len()))
-            .unwrap_or_default();
         Self {
-            sources,
+            sources: records(sets, compiled),
             hashes,
             walked: HashMap::new(),
             key: None,
-            base: None,
-            pieces: Vec::new(),
-            sums,
         }
     }
-}
-
-/// What the rules across files need of each of `parts` sets, over the
-/// decoded `records`.
-fn sums_of(records: &[SourceRecord], parts: usize) -> Vec<PartSum> {
-    (0..parts)
-        .map(|k| {
-            let docs = records
-                .iter()
-                .filter_map(|r| r.parts.get(k))
-                .flat_map(|p| &p.docs);
-            let mut sum = PartSum::default();
-            let mut namespaces = BTreeSet::new();
-            for d in docs {
-                sum.docs += 1;
-                sum.budget = sum.budget.saturating_add(d.floor);
-                namespaces.insert(d.namespace.as_str());
-            }
-            sum.namespaces = namespaces.into_iter().map(str::to_owned).collect();
-            sum
-        })
-        .collect()
 }
 
 fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
@@ -290,8 +170,6 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             hash: source_hash(&f.text),
             warned: false,
             parts: vec![PartRecord::default(); compiled.parts.len()],
-            body: None,
-            at: None,
         })
         .collect();
     for w in &compiled.warnings {
@@ -407,12 +285,56 @@ pub struct Incremental {
     pub jobs: usize,
     /// The bytes of the files compiled, for the output limit.
     bytes: u64,
-    /// Which definition files changed; `None`: none did (the output did).
-    pub why: Option<String>,
+    /// Each definition file compiled again or dropped, by its name, and
+    /// why, in path order.
+    pub dirty: Vec<(String, Dirty)>,
     /// Whether its directories are patched ([`Wanted::Patch`]): planning
     /// them fails when one is not as its snapshot says, and the build is
     /// then tried again without patching ([`super::Cache::incremental`]).
     pub patched: bool,
+}
+
+/// Why a definition file's result is not taken from the record, as
+/// `build -v` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dirty {
+    /// No record of it: a new file, or one renamed or moved.
+    New,
+    /// Its bytes are not those the record is of.
+    Changed,
+    /// The last build warned about it: compiled again, so that the
+    /// warnings are shown again.
+    Warned,
+    /// It is gone: its jobs go with it.
+    Removed,
+}
+
+impl std::fmt::Display for Dirty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dirty::New => "is new",
+            Dirty::Changed => "changed",
+            Dirty::Warned => "had warnings, which every build shows",
+            Dirty::Removed => "was removed",
+        })
+    }
+}
+
+impl Incremental {
+    /// Which definition files changed, for `build -v`; `None`: none did
+    /// (the output did, or the last build warned).
+    pub fn why(&self) -> Option<String> {
+        let changed: Vec<&(String, Dirty)> = self
+            .dirty
+            .iter()
+            .filter(|(_, d)| *d != Dirty::Warned)
+            .collect();
+        match changed.as_slice() {
+            [] => None,
+            [(name, dirty)] => Some(format!("{name} {dirty}")),
+            many => Some(format!("{} definition files changed", many.len())),
+        }
+    }
 }
 
 /// How messages name a definition file.
@@ -428,8 +350,7 @@ fn shown(req: &super::Request, path: &Path) -> String {
 pub(super) fn compile(
     req: &super::Request,
     record: super::Record,
-    files: super::codec::FilesRef,
-    fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>,
+    files: Files,
     inputs: super::Inputs,
     sets: &[Set],
     patch: bool,
@@ -448,126 +369,49 @@ pub(super) fn compile(
     if files.global != global {
         return Err("the project, library or trainc changed".into());
     }
-    // The records in the record's order, found by a hash of their path's
-    // bytes (hashing a `Path` walks its components: a visible part of an
-    // edit at 5,000 files). The record's checksum, not `Fx`: paths that
-    // differ in one digit collide under `Fx`, and they cannot under the
-    // checksum; it is also a fifth of SipHash's cost. A path found under
-    // another's hash is new, and that record removed: the build is walked,
-    // or runs in full.
-    let by_bytes = |p: &Path| super::codec::checksum(p.as_os_str().as_encoded_bytes());
-    let damaged = |_| "the record is damaged";
-    // Where each piece's records start in the record's list.
-    let mut starts = Vec::with_capacity(files.pieces.len());
-    let mut total = 0usize;
-    for p in &files.pieces {
-        starts.push(total);
-        total = total
-            .checked_add(p.piece.items)
-            .ok_or("the record is damaged")?;
-    }
-    // A piece is read only when the files at its places are not the ones
-    // its records are of, byte for byte: when none of them changed, its
-    // records are neither read nor written again. A 64-bit digest, as
-    // the record's checksums are: of SHA-256 hashes, which no edit
-    // steers.
-    let in_place = total == sources.len();
-    let mut unread = Vec::new();
-    let mut skip = vec![false; if in_place { total } else { 0 }];
-    let mut old: Vec<Option<SourceRecord>> = Vec::new();
-    for (k, p) in files.pieces.iter().enumerate() {
-        let places = starts[k]..starts[k] + p.piece.items;
-        let same = in_place && {
-            let found = sources[places.clone()]
-                .iter()
-                .zip(&hashes[places.clone()])
-                .map(|((path, _), hash)| (path.as_path(), hash.as_str(), false));
-            super::codec::digest(found) == p.digest
-        };
-        if same {
-            skip[places].fill(true);
-            unread.push(k);
-        } else {
-            let read = super::codec::decode_piece(p, starts[k], fetch).map_err(damaged)?;
-            old.extend(read.into_iter().map(Some));
-        }
-    }
-    // The records of the pieces not read, read after all: a build that
-    // walks, or an edit whose jobs claim other objects, looks at every one.
-    let read_unread = |fetch: &mut dyn FnMut(&Piece) -> Option<Vec<u8>>| {
-        let mut out = Vec::new();
-        for &k in &unread {
-            let p = &files.pieces[k];
-            out.extend(super::codec::decode_piece(p, starts[k], fetch).map_err(damaged)?);
-        }
-        Ok::<_, String>(out)
-    };
-    let mut at: FxMap<u64, usize> = FxMap::default();
-    at.reserve(old.len());
-    for (i, r) in old.iter().enumerate() {
-        if let Some(r) = r
-            && at.insert(by_bytes(&r.path), i).is_some()
-        {
-            return Err("two records' paths hash alike".into());
-        }
-    }
+    let mut old: HashMap<PathBuf, SourceRecord> = files
+        .sources
+        .into_iter()
+        .map(|r| (r.path.clone(), r))
+        .collect();
     let mut kept: Vec<SourceRecord> = Vec::new();
     // The records of the files compiled again.
     let mut was: Vec<SourceRecord> = Vec::new();
-    // Where each of `kept` and `was` stood in the record: a patched edit
-    // writes its record in the same order.
-    let (mut kept_at, mut was_at) = (Vec::new(), Vec::new());
-    let mut dirty: Sources = Vec::new();
-    let mut changed: Vec<String> = Vec::new();
-    let mut added = false;
-    for (n, ((path, file), hash)) in sources.iter().zip(&hashes).enumerate() {
-        if skip.get(n) == Some(&true) {
-            continue;
-        }
-        let found = at.get(&by_bytes(path)).and_then(|&i| {
-            let r = old.get_mut(i)?.take_if(|r| r.path == *path)?;
-            Some((r.at?, r))
-        });
-        match found {
-            Some((i, r)) if r.hash == *hash && !r.warned => {
+    let mut compile: Sources = Vec::new();
+    let mut reasons: Vec<(&Path, String, Dirty)> = Vec::new();
+    for ((path, file), hash) in sources.iter().zip(&hashes) {
+        let dirty = match old.remove(path) {
+            Some(r) if r.hash == *hash && !r.warned => {
                 kept.push(r);
-                kept_at.push(i);
+                continue;
             }
-            Some((i, r)) => {
-                if r.hash != *hash {
-                    changed.push(format!("{} changed", file.shown));
-                }
-                was.push(decoded(r)?);
-                was_at.push(i);
-                dirty.push((path.clone(), file.clone()));
+            Some(r) => {
+                let dirty = if r.hash == *hash {
+                    Dirty::Warned
+                } else {
+                    Dirty::Changed
+                };
+                was.push(r);
+                dirty
             }
-            None => {
-                changed.push(format!("{} is new", file.shown));
-                added = true;
-                dirty.push((path.clone(), file.clone()));
-            }
-        }
+            None => Dirty::New,
+        };
+        reasons.push((path, file.shown.clone(), dirty));
+        compile.push((path.clone(), file.clone()));
     }
-    let mut removed: Vec<&PathBuf> = old.iter().flatten().map(|r| &r.path).collect();
-    removed.sort();
+    let added = reasons.iter().any(|(_, _, d)| *d == Dirty::New);
+    let removed: Vec<&PathBuf> = old.keys().collect();
     for path in &removed {
-        changed.push(format!("{} was removed", shown(req, path)));
+        reasons.push((path, shown(req, path), Dirty::Removed));
     }
-    let why = match changed.as_slice() {
-        [] => None,
-        [one] => Some(one.clone()),
-        many => Some(format!("{} definition files changed", many.len())),
-    };
-    let mut compiled = pipeline::desired_some(project, library, dirty, sets)
+    reasons.sort_by(|a, b| a.0.cmp(b.0));
+    let dirty = reasons.into_iter().map(|(_, name, d)| (name, d)).collect();
+    let mut compiled = pipeline::desired_some(project, library, compile, sets)
         .map_err(|_| "a definition that changed has findings; the build will report them")?;
     let fresh = records(sets, &compiled)
         .ok_or("a warning is about no definition file; only a full build shows it again")?;
     let parts = compiled.parts.len();
-    let parts_of = |r: &SourceRecord| match &r.body {
-        Some(body) => super::codec::count_parts(body).ok(),
-        None => Some(r.parts.len()),
-    };
-    if files.sums.len() != parts || kept.iter().any(|r| parts_of(r) != Some(parts)) {
+    if kept.iter().chain(&was).any(|r| r.parts.len() != parts) {
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
@@ -576,57 +420,10 @@ pub(super) fn compile(
         && removed.is_empty()
         && fresh.len() == was.len()
         && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
-    let base = same_places.then(|| {
-        let mut pieces = record.pieces.into_iter();
-        let mut calm = record.calm.iter();
-        let mut census = record.census.iter();
-        let dirs = record.outputs.iter().map(|(dir, _)| {
-            let read = AsRead {
-                pieces: pieces.next().flatten(),
-                calm: calm.next().copied().unwrap_or(false),
-                census: census.next().cloned().flatten(),
-            };
-            (dir.clone(), read)
-        });
-        Base {
-            dirs: dirs.collect(),
-            moved: HashMap::new(),
-        }
-    });
-    let (all, dests, extras, bytes, jobs, sums) = if same_places {
-        let (dests, extras, bytes, jobs, sums) = patched(
-            req,
-            sets,
-            &mut compiled,
-            record.outputs,
-            Across {
-                kept: &kept,
-                fresh: &fresh,
-                was: &was,
-                sums: &files.sums,
-                unread: &mut || read_unread(fetch),
-            },
-        )?;
-        let order = Order {
-            kept: kept_at,
-            fresh: was_at,
-            unread: unread
-                .iter()
-                .map(|&k| starts[k]..starts[k] + files.pieces[k].piece.items)
-                .collect(),
-        };
-        (order.apply(kept, fresh)?, dests, extras, bytes, jobs, sums)
+    let (all, dests, extras, bytes, jobs) = if same_places {
+        patched(req, sets, &mut compiled, record.outputs, kept, fresh, &was)?
     } else {
-        let mut kept = kept;
-        kept.extend(read_unread(fetch)?);
-        let kept = kept
-            .into_iter()
-            .map(decoded)
-            .collect::<Result<Vec<_>, String>>()?;
-        let (all, dests, extras, bytes, jobs) =
-            walked(req, sets, &mut compiled, record.outputs, kept, fresh)?;
-        let sums = sums_of(&all, parts);
-        (all, dests, extras, bytes, jobs, sums)
+        walked(req, sets, &mut compiled, record.outputs, kept, fresh)?
     };
     let mut contexts: Vec<_> = record.contexts;
     contexts.append(&mut compiled.read.contexts);
@@ -646,24 +443,13 @@ pub(super) fn compile(
             hashes: HashMap::new(),
             walked: HashMap::new(),
             key: Some(key),
-            base,
-            pieces: files.pieces,
-            sums,
         },
         compiled: compiled_jobs,
         jobs,
         bytes,
-        why,
+        dirty,
         patched: same_places,
     })
-}
-
-/// `r` with its parts decoded.
-fn decoded(mut r: SourceRecord) -> Result<SourceRecord, String> {
-    if let Some(body) = &r.body {
-        r.parts = super::codec::decode_parts(body).map_err(|_| "the record is damaged")?;
-    }
-    Ok(r)
 }
 
 /// Whether a file compiled again made the same jobs, with the same images
@@ -689,10 +475,6 @@ fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
 /// directories, each set's root kustomization entries besides the jobs,
 /// the bytes compiled, and the number of jobs.
 type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
-
-/// [`Wants`] but the records, which a patched edit orders apart ([`Order`]),
-/// and what the rules across files need of each set.
-type Patched = (Vec<Dest>, Vec<Vec<String>>, u64, usize, Vec<PartSum>);
 
 /// The index in `compiled.parts` of set `set`'s part.
 fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
@@ -732,20 +514,27 @@ fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> O
 
 /// An edit that leaves every job where it was (see [`same_jobs`]): each
 /// directory is to hold what it holds, but the files of the jobs compiled.
-/// Nothing per file of the other jobs is decoded, compared or planned: the
-/// rules across files read their documents from the record undecoded,
-/// and [`plan()`] checks each directory against its snapshot before it
-/// trusts it.
+/// Nothing per file of the other jobs is compared or planned: [`plan()`]
+/// checks each directory against its snapshot before it trusts it.
 fn patched(
     req: &super::Request,
     sets: &[Set],
     compiled: &mut Compiled,
     mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
-    across: Across,
-) -> Result<Patched, String> {
+    kept: Vec<SourceRecord>,
+    fresh: Vec<SourceRecord>,
+    was: &[SourceRecord],
+) -> Result<Wants, String> {
     let project = req.project;
-    let (fresh, was) = (across.fresh, across.was);
-    let (namespaces, jobs, sums) = across_patched(compiled, across)?;
+    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
+    across_files(req, sets, compiled, &all)?;
+    let fresh: Vec<&SourceRecord> = all
+        .iter()
+        .filter(|r| dirty_paths.contains(&r.path))
+        .collect();
     let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
     let mut dests = Vec::new();
     let mut extras = Vec::new();
@@ -772,7 +561,11 @@ fn patched(
             .flat_map(|r| &r.parts[k].jobs)
             .flat_map(|j| j.files.iter().cloned())
             .collect();
-        let namespaces = namespaces[k].iter().map(String::as_str).collect();
+        let namespaces = all
+            .iter()
+            .flat_map(|r| &r.parts[k].docs)
+            .map(|d| d.namespace.as_str())
+            .collect();
         extras.push(extra_of(project, set, &namespaces)?);
         dests.push(Dest {
             dir: set.output.to_path_buf(),
@@ -820,59 +613,7 @@ fn patched(
             });
         }
     }
-    Ok((dests, extras, bytes, jobs, sums))
-}
-
-/// Where the records of a patched edit go: its definition files are the
-/// record's, so each record is put back where it was read (sorting 5,000
-/// records by path again was a visible part of an edit's cost), and the
-/// places of the pieces not read hold stand-ins that name them again.
-struct Order {
-    /// The record's index of each kept record, and of each compiled one.
-    kept: Vec<usize>,
-    fresh: Vec<usize>,
-    /// The places of the pieces not read.
-    unread: Vec<std::ops::Range<usize>>,
-}
-
-impl Order {
-    /// Every record in its place. One pass over places that start as
-    /// stand-ins: building them one by one, then moving every record into
-    /// its slot, was most of what an edit of one file in 5,000 paid for
-    /// the files it did not change.
-    fn apply(
-        self,
-        kept: Vec<SourceRecord>,
-        fresh: Vec<SourceRecord>,
-    ) -> Result<Vec<SourceRecord>, String> {
-        let stand_ins: usize = self.unread.iter().map(ExactSizeIterator::len).sum();
-        let len = kept.len() + fresh.len() + stand_ins;
-        let mut all: Vec<SourceRecord> = (0..len).map(SourceRecord::stand_in).collect();
-        let mut placed = vec![false; len];
-        let mut place = |i: usize| match placed.get_mut(i) {
-            Some(p @ false) => {
-                *p = true;
-                Ok(())
-            }
-            _ => Err("internal: two records in one place".to_owned()),
-        };
-        for i in self.unread.into_iter().flatten() {
-            place(i)?;
-        }
-        let records = self
-            .kept
-            .into_iter()
-            .zip(kept)
-            .chain(self.fresh.into_iter().zip(fresh));
-        for (i, r) in records {
-            place(i)?;
-            all[i] = r;
-        }
-        if placed.contains(&false) {
-            return Err("internal: a record has no place".into());
-        }
-        Ok(all)
-    }
+    Ok((all, dests, extras, bytes, jobs))
 }
 
 /// Any other build: every file of every directory is planned, those of
@@ -886,12 +627,12 @@ fn walked(
     fresh: Vec<SourceRecord>,
 ) -> Result<Wants, String> {
     let project = req.project;
-    let dirty_paths: FxSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
+    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
     let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
 
-    across_files(req, sets, compiled, &all, &dirty_paths)?;
+    across_files(req, sets, compiled, &all)?;
 
     // Each set's directories, from the records and what was compiled.
     let mut dests = Vec::new();
@@ -1000,193 +741,6 @@ fn walked(
     Ok((all, dests, extras, total, jobs))
 }
 
-/// Each set's namespaces, the number of jobs, and what to record of each
-/// set ([`PartSum`]).
-type Sums = (Vec<BTreeSet<String>>, usize, Vec<PartSum>);
-
-/// What the rules across files of a patched edit look at: the records of
-/// the files kept that were read, of the files compiled (`fresh`) and of
-/// what they were (`was`), the sums of the last build, and a way to read
-/// the records of the pieces that were not.
-struct Across<'a> {
-    kept: &'a [SourceRecord],
-    fresh: &'a [SourceRecord],
-    was: &'a [SourceRecord],
-    sums: &'a [PartSum],
-    unread: &'a mut dyn FnMut() -> Result<Vec<SourceRecord>, String>,
-}
-
-/// The rules across files for a patched edit, and each set's namespaces,
-/// the number of jobs, and the sums to record. The last build found no two
-/// documents in conflict, no two jobs claiming one object, and the output
-/// within its budget: when the edited files' documents have the names and
-/// claims they had, only the budget can have changed, and it is the last
-/// build's with what was compiled in place of what was; no other record is
-/// looked at. Otherwise every other file's documents are, read in place.
-fn across_patched(compiled: &Compiled, across: Across) -> Result<Sums, String> {
-    let Across {
-        kept,
-        fresh,
-        was,
-        sums,
-        unread,
-    } = across;
-    let mut namespaces = Vec::new();
-    let mut new_sums = Vec::new();
-    let mut jobs = 0;
-    let mut others: Option<Vec<SourceRecord>> = None;
-    for k in 0..compiled.parts.len() {
-        let mut names = FxSet::default();
-        let mut claims: FxMap<String, usize> = FxMap::default();
-        let mut budget = 0u64;
-        let mut docs = 0usize;
-        let mut spaces = BTreeSet::new();
-        let claimed = |r: &[SourceRecord]| -> Vec<Vec<(String, Option<String>, String)>> {
-            r.iter()
-                .flat_map(|r| &r.parts[k].docs)
-                .map(|d| d.claims.clone())
-                .collect()
-        };
-        let named = |r: &[SourceRecord]| -> Vec<(String, String)> {
-            r.iter()
-                .flat_map(|r| &r.parts[k].docs)
-                .map(|d| (d.namespace.clone(), d.name.clone()))
-                .collect()
-        };
-        let new_claims = claimed(fresh) != claimed(was);
-        let key = |buf: &mut String, kind: &str, namespace: Option<&str>, name: &str| {
-            buf.clear();
-            buf.push_str(kind);
-            buf.push('\0');
-            match namespace {
-                Some(n) => buf.push_str(n),
-                None => buf.push('\u{1}'),
-            }
-            buf.push('\0');
-            buf.push_str(name);
-        };
-        let mut buf = String::new();
-        for (i, d) in fresh.iter().flat_map(|r| &r.parts[k].docs).enumerate() {
-            if !names.insert((d.namespace.as_str(), d.name.as_str())) {
-                return Err(format!(
-                    "job `{}/{}` is defined twice; the build will report it",
-                    d.namespace, d.name
-                ));
-            }
-            for (kind, namespace, name) in &d.claims {
-                key(&mut buf, kind, namespace.as_deref(), name);
-                if claims
-                    .insert(buf.clone(), i)
-                    .is_some_and(|first| first != i)
-                {
-                    return Err(
-                        "two jobs generate the same object; the build will report it".into(),
-                    );
-                }
-            }
-            budget = budget.saturating_add(d.floor);
-            docs += 1;
-            if !spaces.contains(&d.namespace) {
-                spaces.insert(d.namespace.clone());
-            }
-        }
-        // Other files' documents, read in place: their floors and
-        // namespaces, and whether one is in conflict with what was compiled.
-        let scan = |records: &[SourceRecord],
-                    budget: &mut u64,
-                    docs: &mut usize,
-                    spaces: &mut BTreeSet<String>|
-         -> Result<(), String> {
-            for r in records {
-                let body = r.body.as_deref().ok_or("internal: a record decoded")?;
-                let mut claim_buf = String::new();
-                let hit = super::codec::scan_docs(
-                    body,
-                    k,
-                    new_claims,
-                    |d| {
-                        *budget = budget.saturating_add(d.floor);
-                        *docs += 1;
-                        if !spaces.contains(d.namespace) {
-                            spaces.insert(d.namespace.to_owned());
-                        }
-                        names.contains(&(d.namespace, d.name))
-                    },
-                    |kind, namespace, name| {
-                        key(&mut claim_buf, kind, namespace, name);
-                        claims.contains_key(claim_buf.as_str())
-                    },
-                )
-                .map_err(|_| "the record is damaged")?;
-                if hit {
-                    return Err(
-                        "a job that changed and another generate the same object; the build will report it"
-                            .into(),
-                    );
-                }
-            }
-            Ok(())
-        };
-        let sum = sums
-            .get(k)
-            .filter(|_| !new_claims && named(fresh) == named(was));
-        if let Some(sum) = sum {
-            let compiled_only = (budget, docs, spaces.clone());
-            let floors = |r: &[SourceRecord]| -> u64 {
-                r.iter()
-                    .flat_map(|r| &r.parts[k].docs)
-                    .fold(0u64, |n, d| n.saturating_add(d.floor))
-            };
-            budget = sum
-                .budget
-                .checked_sub(floors(was))
-                .and_then(|b| b.checked_add(floors(fresh)))
-                .ok_or("the record is damaged")?;
-            docs = sum.docs;
-            spaces.extend(sum.namespaces.iter().cloned());
-            // The tests build in debug: every sum taken is checked against
-            // the records.
-            if cfg!(debug_assertions) {
-                let others = match &mut others {
-                    Some(o) => &*o,
-                    None => &*others.insert(unread()?),
-                };
-                let (mut b, mut d, mut sp) = compiled_only;
-                scan(kept, &mut b, &mut d, &mut sp)?;
-                scan(others, &mut b, &mut d, &mut sp)?;
-                debug_assert_eq!(
-                    (b, d, &sp),
-                    (budget, docs, &spaces),
-                    "the sums are not the records'"
-                );
-            }
-        } else {
-            let others = match &mut others {
-                Some(o) => &*o,
-                None => &*others.insert(unread()?),
-            };
-            scan(kept, &mut budget, &mut docs, &mut spaces)?;
-            scan(others, &mut budget, &mut docs, &mut spaces)?;
-        }
-        if docs == 0 {
-            return Err("there are no jobs; the build will report it".into());
-        }
-        if budget > crate::limits::MAX_OUTPUT_BYTES {
-            return Err("the jobs pass the output budget; the build will report it".into());
-        }
-        if k == 0 {
-            jobs = docs;
-        }
-        new_sums.push(PartSum {
-            docs,
-            budget,
-            namespaces: spaces.iter().cloned().collect(),
-        });
-        namespaces.push(spaces);
-    }
-    Ok((namespaces, jobs, new_sums))
-}
-
 /// The files of a directory in walk order; two jobs never share one.
 fn in_walk_order(mut want: Vec<(String, Want)>) -> Result<Vec<(String, Want)>, String> {
     want.sort_by(|a, b| snapshot::walk_cmp(&a.0, &b.0));
@@ -1196,100 +750,61 @@ fn in_walk_order(mut want: Vec<(String, Want)>) -> Result<Vec<(String, Want)>, S
     Ok(want)
 }
 
-/// The rules across definition files, over every file's records: any
-/// finding ends the incremental build, and the full build reports it.
+/// The rules across definition files ([`crate::validate::across`], and
+/// those of variants), over every file's records: any finding ends the
+/// incremental build, and the full build reports it.
 fn across_files(
     req: &super::Request,
     sets: &[Set],
     compiled: &Compiled,
     all: &[SourceRecord],
-    dirty: &FxSet<PathBuf>,
 ) -> Result<(), String> {
+    use crate::validate::across;
     let project = req.project;
-    let parts = compiled.parts.len();
-    let complete = pipeline::complete(project, req.cwd, req.paths);
-    let images = |k: usize| -> BTreeSet<&str> {
-        all.iter()
-            .flat_map(|r| &r.parts[k].jobs)
-            .flat_map(|j| &j.images)
-            .map(String::as_str)
-            .collect()
-    };
-    for k in 0..parts {
-        if all.iter().all(|r| r.parts[k].docs.is_empty()) {
+    let docs = |k: usize| all.iter().flat_map(move |r| &r.parts[k].docs);
+    for k in 0..compiled.parts.len() {
+        if docs(k).next().is_none() {
             return Err("there are no jobs; the build will report it".into());
         }
-        // The last build found no two unchanged documents in conflict: only
-        // the compiled ones can be, with each other or with the others.
-        let mut names = FxSet::default();
-        let mut claims: FxMap<&(String, Option<String>, String), usize> = FxMap::default();
-        let mut budget = 0u64;
-        let compiled_docs = all
-            .iter()
-            .filter(|r| dirty.contains(&r.path))
-            .flat_map(|r| &r.parts[k].docs);
-        for (i, d) in compiled_docs.enumerate() {
-            if !names.insert((&d.namespace, &d.name)) {
-                return Err(format!(
-                    "job `{}/{}` is defined twice; the build will report it",
-                    d.namespace, d.name
-                ));
-            }
-            for c in &d.claims {
-                if claims.insert(c, i).is_some_and(|first| first != i) {
-                    return Err(
-                        "two jobs generate the same object; the build will report it".into(),
-                    );
-                }
-            }
+        if !across::defined_twice(docs(k).map(|d| (d.namespace.as_str(), d.name.as_str())))
+            .is_empty()
+        {
+            return Err("a job is defined twice; the build will report it".into());
         }
-        for r in all {
-            let fresh = dirty.contains(&r.path);
-            for d in &r.parts[k].docs {
-                budget = budget.saturating_add(d.floor);
-                if fresh {
-                    continue;
-                }
-                if names.contains(&(&d.namespace, &d.name)) {
-                    return Err(format!(
-                        "job `{}/{}` is defined twice; the build will report it",
-                        d.namespace, d.name
-                    ));
-                }
-                if d.claims.iter().any(|c| claims.contains_key(c)) {
-                    return Err(
-                        "two jobs generate the same object; the build will report it".into(),
-                    );
-                }
-            }
+        let claims = docs(k).map(|d| {
+            d.claims
+                .iter()
+                .map(|(kind, ns, name)| (kind.as_str(), ns.as_deref(), name.as_str()))
+        });
+        if !across::same_objects(claims).is_empty() {
+            return Err("two jobs generate the same object; the build will report it".into());
         }
-        if budget > crate::limits::MAX_OUTPUT_BYTES {
+        if across::over_budget(docs(k).map(|d| d.floor)).is_some() {
             return Err("the jobs pass the output budget; the build will report it".into());
         }
     }
     // Each variant set: its `job:` names (of the definitions as written),
     // and the images it uses without build specs of its own.
+    let images = |k: usize| -> BTreeSet<String> {
+        all.iter()
+            .flat_map(|r| &r.parts[k].jobs)
+            .flat_map(|j| j.images.iter().cloned())
+            .collect()
+    };
+    let complete = pipeline::complete(project, req.cwd, req.paths);
     for (i, set) in sets.iter().enumerate() {
         let Some(v) = set.variant else { continue };
         let k = part_of(compiled, i)?;
-        if complete {
-            let names: HashSet<&str> = all
-                .iter()
-                .flat_map(|r| &r.parts[0].docs)
-                .map(|d| d.name.as_str())
-                .collect();
-            if v.patches
-                .iter()
-                .filter_map(|p| p.job.as_deref())
-                .any(|j| !names.contains(j))
-            {
-                return Err(format!(
-                    "a patch of variant `{}` names no definition; the build will report it",
-                    v.name
-                ));
-            }
+        let names: BTreeSet<&str> = docs(0).map(|d| d.name.as_str()).collect();
+        if complete && crate::variant::unknown_jobs(v, &names).next().is_some() {
+            return Err(format!(
+                "a patch of variant `{}` names no definition; the build will report it",
+                v.name
+            ));
         }
-        if v.build_output.is_none() && !images(k).is_subset(&images(0)) {
+        if v.build_output.is_none()
+            && pipeline::foreign_images(project, v, &images(k), &images(0)).is_some()
+        {
             return Err(format!(
                 "variant `{}` uses images the project's build specs do not build; the build will report it",
                 v.name
@@ -1298,10 +813,7 @@ fn across_files(
     }
     if sets.len() > 1 {
         let jobs = (0..sets.len())
-            .map(|i| {
-                let k = part_of(compiled, i)?;
-                Ok(all.iter().flat_map(|r| &r.parts[k].docs).collect())
-            })
+            .map(|i| Ok(docs(part_of(compiled, i)?).collect()))
             .collect::<Result<Vec<_>, String>>()?;
         if !pipeline::shared_jobs(project, sets, &jobs).is_empty() {
             return Err(
@@ -1360,10 +872,6 @@ pub fn plan(
             return patch(root, dest.recorded, write, &was, shown, unlisted, state);
         }
     };
-    // What the walk records is not the record's list.
-    if let Some(base) = &mut state.base {
-        base.dirs.remove(&root);
-    }
     let recorded = dest.recorded.unwrap_or_default();
     let p = Planner {
         root: &root,
@@ -1463,25 +971,7 @@ fn patch(
     let mut skipped = Vec::new();
     let entries = match snapshot::verify_listing(&root, recorded.as_deref(), mark, &mut skipped) {
         snapshot::Verdict::Same => recorded,
-        snapshot::Verdict::Refreshed(now, moved) => {
-            // Changed from the list the record holds where hashed again;
-            // and the census, which counts what the signatures say (a file
-            // just written has none yet), follows them.
-            if let Some(base) = &mut state.base {
-                if let Some(read) = base.dirs.get_mut(&root) {
-                    read.census = read.census.take().and_then(|c| {
-                        let (was, now) = (recorded.as_deref()?, now.as_deref()?);
-                        let touched: Vec<(usize, Option<u64>)> = moved
-                            .iter()
-                            .map(|&i| Some((i, snapshot::owned(was.get(i)?).map(|f| f.sig.size))))
-                            .collect::<Option<_>>()?;
-                        super::adjusted(&c, &touched, now)
-                    });
-                }
-                base.moved.insert(root.clone(), moved);
-            }
-            now
-        }
+        snapshot::Verdict::Refreshed(now, _) => now,
         snapshot::Verdict::Differs(why) => {
             return Err(format!("{shown} changed since the last build: {why}"));
         }
@@ -1498,24 +988,20 @@ fn patch(
     // trainc's own files counted (they are kept, but for the compiled
     // jobs'), the others put to the unlisted-files check, and the
     // directories the walk does not enter looked into where the walk met
-    // them: from the census the record keeps when the entries are the
-    // record's, without a pass over them all.
-    let as_read = state.base.as_ref().and_then(|b| b.dirs.get(&root));
-    let census = match as_read.and_then(|d| d.census.as_ref()) {
-        Some(c) => {
-            // The tests build in debug: every census taken is checked
-            // against a count.
-            debug_assert_eq!(
-                *c,
-                snapshot::Census::of(&entries),
-                "the census is not the entries'"
-            );
-            c.clone()
+    // them.
+    let mut kept = 0usize;
+    let mut known = 0u64;
+    let mut foreign = Vec::new();
+    for e in &entries {
+        match owned(e) {
+            Some(f) => {
+                kept += 1;
+                known = known.saturating_add(f.sig.size);
+            }
+            None if e.kind != Kind::Dir => foreign.push(e),
+            None => {}
         }
-        None => snapshot::Census::of(&entries),
-    };
-    let mut kept = census.owned;
-    let mut known = census.bytes;
+    }
     let mut found = Vec::new();
     if let Some(list) = unlisted {
         let mut skipped = skipped
@@ -1525,7 +1011,7 @@ fn patch(
         let below = |dir: &str, found: &mut Vec<String>| {
             crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
         };
-        for e in census.foreign.iter().filter_map(|&i| entries.get(i)) {
+        for e in foreign {
             while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
                 below(&d, &mut found);
             }
@@ -1543,13 +1029,13 @@ fn patch(
             below(&d, &mut found);
         }
     }
-    let was: FxSet<&str> = was.iter().map(String::as_str).collect();
+    let was: HashSet<&str> = was.iter().map(String::as_str).collect();
     for f in was.iter().filter_map(|rel| find(rel)).filter_map(owned) {
         kept -= 1;
         known -= f.sig.size;
     }
     write.sort_by(|a, b| a.0.cmp(&b.0));
-    let written: FxSet<String> = write.iter().map(|(rel, _)| rel.clone()).collect();
+    let written: HashSet<String> = write.iter().map(|(rel, _)| rel.clone()).collect();
     let mut changes = Vec::new();
     let mut checked = plan::Checked::new();
     for (rel, new) in write {

@@ -20,11 +20,12 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustix::fd::OwnedFd;
+use serde::{Deserialize, Serialize};
 
 use sha2::{Digest as _, Sha256};
 
 /// One entry below an output root, in walk order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// Relative, `/`-separated path.
     pub path: String,
@@ -33,7 +34,7 @@ pub struct Entry {
     pub file: Option<FileState>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
     File,
     Dir,
@@ -41,7 +42,7 @@ pub enum Kind {
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
     pub sig: Sig,
     pub hash: String,
@@ -51,7 +52,7 @@ pub struct FileState {
 }
 
 /// `lstat` fields that change when a file's bytes do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sig {
     pub ino: u64,
     pub size: u64,
@@ -109,38 +110,6 @@ impl Sig {
 
     /// The margin of whole-second times, the widest.
     const COARSE_MARGIN: i128 = 2_000_000_000;
-}
-
-/// What a patched edit needs of a directory's snapshot beside the entries
-/// it changes: how many of trainc's own files it holds and their bytes
-/// (for the status line and the output limit), and which entries are
-/// neither those nor directories (for the unlisted-files check). Kept in
-/// the record and adjusted by each write, so that an edit does not pass
-/// over every entry to count them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Census {
-    pub owned: usize,
-    pub bytes: u64,
-    /// In walk order.
-    pub foreign: Vec<usize>,
-}
-
-impl Census {
-    /// The census of `entries`, one pass over them.
-    pub fn of(entries: &[Entry]) -> Self {
-        let mut c = Self::default();
-        for (i, e) in entries.iter().enumerate() {
-            match owned(e) {
-                Some(f) => {
-                    c.owned += 1;
-                    c.bytes = c.bytes.saturating_add(f.sig.size);
-                }
-                None if e.kind != Kind::Dir => c.foreign.push(i),
-                None => {}
-            }
-        }
-        c
-    }
 }
 
 /// The state of an entry that is one of trainc's own files: one whose
@@ -218,19 +187,14 @@ pub fn take(
 /// new file added, and every other signature checked for raciness against
 /// `mark`. Costs what the plan wrote, not the size of the tree, and looks
 /// at no file written. Whatever else changed since the walk is found by
-/// the next check, which compares every entry. With the entries, when
-/// none was added or removed: the indexes of those that changed, in order.
-/// `settled`: when `before` is a snapshot as read, none of its entries
-/// racy, the indexes of those checked again since; then no other entry's
-/// raciness is looked at, and the cost is the plan's alone.
+/// the next check, which compares every entry.
 pub fn after(
     root: &Path,
     before: Vec<Entry>,
     plan: &crate::plan::Plan,
     mark: i128,
     hash: impl Fn(&crate::plan::Change) -> io::Result<String>,
-    settled: Option<&[usize]>,
-) -> io::Result<(Vec<Entry>, Option<Vec<usize>>)> {
+) -> io::Result<Vec<Entry>> {
     use crate::plan::Op;
     // Most builds only rewrite files that were there: their entries are
     // changed where they stand, and the tree's entries are not moved.
@@ -241,7 +205,7 @@ pub fn after(
             .filter(|&i| before[i].kind == Kind::File)
     };
     if before.is_empty() {
-        return Ok((filled(plan, hash)?, None));
+        return filled(plan, hash);
     }
     let updated: Option<Vec<(usize, &crate::plan::Change)>> = plan
         .pending()
@@ -253,44 +217,16 @@ pub fn after(
         })
         .collect();
     if let Some(updated) = updated {
-        let mut states = Vec::with_capacity(updated.len());
-        for (i, c) in updated {
-            states.push((i, written(c, &hash)?.file));
-        }
         let mut out = before;
-        let mut dirty = Vec::with_capacity(states.len());
-        let mut recheck = |i: usize, e: &mut Entry| {
+        for e in &mut out {
             if let Some(f) = &mut e.file {
-                let racy = f.sig.racy(mark);
-                if f.racy != racy {
-                    f.racy = racy;
-                    dirty.push(i);
-                }
-            }
-        };
-        match settled {
-            // A signature that was not racy at an earlier mark is not at a
-            // later one: only those checked again since are looked at.
-            Some(moved) => {
-                for &i in moved {
-                    if let Some(e) = out.get_mut(i) {
-                        recheck(i, e);
-                    }
-                }
-            }
-            None => {
-                for (i, e) in out.iter_mut().enumerate() {
-                    recheck(i, e);
-                }
+                f.racy = f.sig.racy(mark);
             }
         }
-        for (i, state) in states {
-            out[i].file = state;
-            dirty.push(i);
+        for (i, c) in updated {
+            out[i].file = written(c, &hash)?.file;
         }
-        dirty.sort_unstable();
-        dirty.dedup();
-        return Ok((out, Some(dirty)));
+        return Ok(out);
     }
     // Each entry that changes: its new state, or `None` when it is gone.
     let mut mods: Vec<(String, Option<Entry>)> = Vec::new();
@@ -348,7 +284,7 @@ pub fn after(
         out.push(e);
     }
     out.extend(mods.flat_map(|(_, m)| m));
-    Ok((out, None))
+    Ok(out)
 }
 
 /// [`after`] for a directory that held nothing: each entry made once, in
@@ -896,15 +832,7 @@ mod tests {
             fs::write(root.join(&c.path), &c.new).unwrap();
         }
         let m = mark();
-        let (s, _) = after(
-            &root,
-            Vec::new(),
-            &plan,
-            m,
-            |c| Ok(content_hash(&c.new)),
-            None,
-        )
-        .unwrap();
+        let s = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
         let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,

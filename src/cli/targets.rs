@@ -393,12 +393,18 @@ fn planned(
         locks.into_iter().rev().for_each(plan::Lock::release_unused);
         return Err(why);
     }
-    let verbose = format!(
+    let mut verbose = format!(
         "cache: re-rendering {} of {}, because {}",
         plural(inc.compiled, "job"),
         inc.jobs,
-        inc.why.as_deref().unwrap_or(why)
+        inc.why().as_deref().unwrap_or(why)
     );
+    // Each file's own reason, when the line above could not name them all.
+    if inc.dirty.len() > 1 {
+        for (name, dirty) in &inc.dirty {
+            verbose.push_str(&format!("\ncache:   {name} {dirty}"));
+        }
+    }
     Ok(Planned {
         plans,
         labels,

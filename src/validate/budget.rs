@@ -101,16 +101,14 @@ pub(super) fn check<'a>(
     } else {
         "settings each"
     };
-    let mut total = 0u64;
-    let mut over = false;
     let count = valid.len();
+    let mut floors = Vec::with_capacity(count);
     for (doc, roles) in valid {
         let floor = floor_of(roles);
-        total = total.saturating_add(floor);
+        floors.push(floor);
         if floor <= MAX_OUTPUT_BYTES {
             continue;
         }
-        over = true;
         let Some((kind, _, _)) = roles.iter().max_by_key(|(_, n, w)| n.saturating_mul(*w)) else {
             continue;
         };
@@ -133,7 +131,7 @@ pub(super) fn check<'a>(
             }),
         );
     }
-    if !over && total > MAX_OUTPUT_BYTES {
+    if let Some(total) = super::across::over_budget(floors) {
         diags.push(
             Diagnostic::new(format!(
                 "the {} jobs make at least {} of manifests together, over the {} limit for a build's output",

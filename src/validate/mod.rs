@@ -1,6 +1,7 @@
 //! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
 //! invalid definition: [`validate`] returns resolved jobs or every finding.
 
+pub mod across;
 mod budget;
 mod image;
 mod patches;
@@ -10,7 +11,6 @@ pub mod schema;
 mod security;
 mod suggest;
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::diagnostic::{self, Diagnostic};
@@ -244,73 +244,67 @@ fn project_file(doc: &Document) -> Option<Diagnostic> {
     )
 }
 
-/// The same job (namespace + name) defined twice would write the same files.
-fn duplicates(valid: &[(&Document, Valid)], defaults: &Defaults, diags: &mut Vec<Diagnostic>) {
-    let mut seen: BTreeMap<(String, String), &Document> = BTreeMap::new();
-    // Report the later definition (by file name, then position), whatever
-    // order the files were given in.
+/// The valid documents in the order findings across documents are
+/// reported: by file name, then position, whatever order the files were
+/// given in.
+fn in_report_order<'a>(valid: &'a [(&'a Document, Valid)]) -> Vec<&'a (&'a Document, Valid)> {
     let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
     ordered.sort_by_key(|(doc, _)| {
         let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
         (doc.file.name.clone(), pos)
     });
-    for (doc, v) in ordered {
-        let key = (namespace_of(&v.def, defaults), v.def.metadata.name.clone());
-        if let Some(first) = seen.get(&key) {
-            let mut d = Diagnostic::new(format!("job `{}/{}` is defined twice", key.0, key.1))
-                .path("metadata.name")
-                .at(doc.locate("/metadata/name"))
-                .hint("give each job its own name or namespace");
-            if let Some(loc) = first.locate("/metadata/name") {
-                d = d.related("first defined here", loc);
-            }
-            diags.push(d);
-        } else {
-            seen.insert(key, doc);
+    ordered
+}
+
+/// The same job (namespace + name) defined twice would write the same
+/// files: reported at the later definition ([`across::defined_twice`]).
+fn duplicates(valid: &[(&Document, Valid)], defaults: &Defaults, diags: &mut Vec<Diagnostic>) {
+    let ordered = in_report_order(valid);
+    let keys: Vec<(String, &str)> = ordered
+        .iter()
+        .map(|(_, v)| (namespace_of(&v.def, defaults), v.def.metadata.name.as_str()))
+        .collect();
+    for (first, again) in across::defined_twice(keys.iter().map(|(ns, n)| (ns.as_str(), *n))) {
+        let (ns, name) = &keys[again];
+        let doc = ordered[again].0;
+        let mut d = Diagnostic::new(format!("job `{ns}/{name}` is defined twice"))
+            .path("metadata.name")
+            .at(doc.locate("/metadata/name"))
+            .hint("give each job its own name or namespace");
+        if let Some(loc) = ordered[first].0.locate("/metadata/name") {
+            d = d.related("first defined here", loc);
         }
+        diags.push(d);
     }
 }
 
-/// Two jobs whose generated objects share a name (job `a` with volume `z-data`
-/// and job `a-z` with volume `data` both claim `a-z-data`) would overwrite
-/// each other in the cluster.
+/// Two jobs whose generated objects share a name would overwrite each
+/// other in the cluster ([`across::same_objects`]).
 fn collisions(valid: &[(&Document, Valid)], diags: &mut Vec<Diagnostic>) {
-    let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
-    ordered.sort_by_key(|(doc, _)| {
-        let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
-        (doc.file.name.clone(), pos)
+    let ordered = in_report_order(valid);
+    let claims = ordered.iter().map(|(_, v)| {
+        v.generated
+            .iter()
+            .map(|g| (g.kind, g.namespace.as_deref(), g.name.as_str()))
     });
-    // Looked up only, never walked: the order of the reports is `ordered`'s.
-    let mut owners: HashMap<(&'static str, Option<&str>, &str), &Document> = HashMap::new();
-    for (doc, v) in ordered {
-        let mut reported = false;
-        for g in &v.generated {
-            let key = (g.kind, g.namespace.as_deref(), g.name.as_str());
-            match owners.get(&key) {
-                Some(first) if !std::ptr::eq(*first, *doc) && !reported => {
-                    let shown = match &g.namespace {
-                        Some(ns) => format!("{ns}/{}", g.name),
-                        None => g.name.clone(),
-                    };
-                    let mut d = Diagnostic::new(format!(
-                        "this job generates {} `{shown}`, which another job generates too",
-                        g.kind
-                    ))
-                    .path("metadata.name")
-                    .at(doc.locate("/metadata/name"))
-                    .hint("rename the job or the volume so generated names differ");
-                    if let Some(loc) = first.locate("/metadata/name") {
-                        d = d.related("the other job", loc);
-                    }
-                    diags.push(d);
-                    reported = true;
-                }
-                Some(_) => {}
-                None => {
-                    owners.insert(key, doc);
-                }
-            }
+    for found in across::same_objects(claims) {
+        let (doc, v) = ordered[found.again];
+        let g = &v.generated[found.claim];
+        let shown = match &g.namespace {
+            Some(ns) => format!("{ns}/{}", g.name),
+            None => g.name.clone(),
+        };
+        let mut d = Diagnostic::new(format!(
+            "this job generates {} `{shown}`, which another job generates too",
+            g.kind
+        ))
+        .path("metadata.name")
+        .at(doc.locate("/metadata/name"))
+        .hint("rename the job or the volume so generated names differ");
+        if let Some(loc) = ordered[found.first].0.locate("/metadata/name") {
+            d = d.related("the other job", loc);
         }
+        diags.push(d);
     }
 }
 
