@@ -147,12 +147,10 @@ impl RunSide {
 }
 
 fn target_of_kind(kind: &str) -> &str {
-    match kind {
-        "JobSet" => "jobset",
-        "TFJob" => "tfjob",
-        "PyTorchJob" => "pytorchjob",
-        _ => "kubernetes",
-    }
+    let registered = crate::compile::target::BACKENDS
+        .iter()
+        .find(|b| b.run_kind == Some(kind));
+    registered.map_or("kubernetes", |b| b.target.as_str())
 }
 
 /// The runs whose names differ between the old and the new files of their

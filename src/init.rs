@@ -99,15 +99,15 @@ pub fn init(
     starter: &Starter,
     force: bool,
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
-    if let Some(runs) = starter
-        .target
-        .framework()
+    use crate::compile::target::{BACKENDS, backend};
+    if let Some(runs) = backend(starter.target)
+        .framework
         .filter(|f| *f != starter.framework)
     {
-        let other = [Target::Tfjob, Target::Pytorchjob]
-            .into_iter()
-            .find(|t| t.framework() == Some(starter.framework))
-            .map_or("", Target::as_str);
+        let other = BACKENDS
+            .iter()
+            .find(|b| b.framework == Some(starter.framework))
+            .map_or("", |b| b.target.as_str());
         return Err(vec![
             Diagnostic::new(format!(
                 "--target {}: that target runs {} jobs, and the starter is a {} job",

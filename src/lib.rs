@@ -37,5 +37,6 @@ pub mod report;
 pub mod resources;
 pub mod run;
 pub mod source;
+pub mod suggest;
 pub mod validate;
 pub mod variant;

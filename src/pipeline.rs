@@ -165,11 +165,15 @@ pub fn check(
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let (sources, docs) = load(project, cwd, paths)?;
     let library = project.library()?;
-    resolve(project, &library, &sources, &docs).map(|(jobs, warnings, _)| (jobs, warnings))
+    resolve(project, &library, &sources, &docs).map(|r| (r.jobs, r.warnings))
 }
 
 /// The jobs of each set asked for, in order, and the warnings about any.
-pub type Resolved = (Vec<Vec<Job>>, Vec<Diagnostic>);
+#[derive(Debug)]
+pub struct Resolved {
+    pub jobs: Vec<Vec<Job>>,
+    pub warnings: Vec<Diagnostic>,
+}
 
 /// [`check`] for the project's definitions as written (`None`) and for
 /// variants, in the order of `which`: their jobs, and the warnings about
@@ -218,7 +222,10 @@ fn resolve_sets(
         which,
         Scope::All { complete },
     )
-    .map(|(jobs, warnings, _)| (jobs, warnings))
+    .map(|r| Resolved {
+        jobs: r.sets.into_iter().map(|s| s.jobs).collect(),
+        warnings: r.warnings,
+    })
 }
 
 /// What a compile covers: all of a build's definitions, or (for the build
@@ -236,14 +243,26 @@ enum Scope {
 }
 
 /// A set's jobs and the summaries of its documents.
-type SetJobs = (Vec<Job>, Vec<Summary>);
+#[derive(Debug, Clone, Default)]
+struct SetJobs {
+    jobs: Vec<Job>,
+    summaries: Vec<Summary>,
+}
 
 /// A set's jobs, the warnings about them and the summaries of its
 /// documents.
-type ResolvedSet = (Vec<Job>, Vec<Diagnostic>, Vec<Summary>);
+struct ResolvedSet {
+    jobs: Vec<Job>,
+    warnings: Vec<Diagnostic>,
+    summaries: Vec<Summary>,
+}
 
-/// [`Resolved`] and the summaries of each set's documents.
-type ResolvedParts = (Vec<Vec<Job>>, Vec<Diagnostic>, Vec<Vec<Summary>>);
+/// Each set's jobs and the summaries of its documents, and the warnings
+/// about any.
+struct ResolvedParts {
+    sets: Vec<SetJobs>,
+    warnings: Vec<Diagnostic>,
+}
 
 /// [`resolve_sets`], also returning the summaries of each set's documents.
 fn resolve_parts(
@@ -273,9 +292,12 @@ fn resolve_parts(
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let base = match resolve_one(project, library, sources, docs) {
-        Ok((jobs, w, summaries)) => {
-            warnings.extend(w);
-            Some((jobs, summaries))
+        Ok(r) => {
+            warnings.extend(r.warnings);
+            Some(SetJobs {
+                jobs: r.jobs,
+                summaries: r.summaries,
+            })
         }
         Err(d) => {
             errors.extend(d);
@@ -309,9 +331,13 @@ fn resolve_parts(
                 })
             };
             match resolve_one(project, library, sources, &patched) {
-                Ok((jobs, w, summaries)) => {
-                    warnings.extend(w.into_iter().filter_map(own));
-                    resolved.push((&v.name, (jobs, summaries)));
+                Ok(r) => {
+                    warnings.extend(r.warnings.into_iter().filter_map(own));
+                    let set = SetJobs {
+                        jobs: r.jobs,
+                        summaries: r.summaries,
+                    };
+                    resolved.push((&v.name, set));
                 }
                 Err(d) => errors.extend(d.into_iter().filter_map(own)),
             }
@@ -329,7 +355,7 @@ fn resolve_parts(
     }
     // Each set's jobs moved out at its last mention in `which`, cloned
     // before: a thousand jobs are worth not copying.
-    let (jobs, summaries) = which
+    let sets = which
         .iter()
         .enumerate()
         .map(|(i, w)| {
@@ -349,8 +375,8 @@ fn resolve_parts(
                 }
             })
         })
-        .unzip();
-    Ok((jobs, warnings, summaries))
+        .collect();
+    Ok(ResolvedParts { sets, warnings })
 }
 
 /// [`resolve`] of some definition files: none may be all right, as the
@@ -370,7 +396,11 @@ fn resolve_some(
         generated: &generated,
     };
     let valid = validate::validate_all(docs, &cx)?;
-    Ok((valid.jobs, valid.warnings, summarize(valid.facts)))
+    Ok(ResolvedSet {
+        jobs: valid.jobs,
+        warnings: valid.warnings,
+        summaries: summarize(valid.facts),
+    })
 }
 
 /// A definition document as the rules across documents see it (duplicate
@@ -413,8 +443,8 @@ fn resolve(
     sources: &Sources,
     docs: &[Document],
 ) -> Result<ResolvedSet, Vec<Diagnostic>> {
-    let (jobs, warnings, summaries) = resolve_some(project, library, docs)?;
-    if jobs.is_empty() {
+    let resolved = resolve_some(project, library, docs)?;
+    if resolved.jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
         let names: Vec<&str> = sources.iter().map(|(_, f)| f.shown.as_str()).collect();
@@ -436,7 +466,7 @@ fn resolve(
                 .hint("add a `kind: TrainingJob` document; to remove every job, delete the output directory by hand"),
         ]);
     }
-    Ok((jobs, warnings, summaries))
+    Ok(resolved)
 }
 
 /// Renders and hashes the jobs' image builds (see [`crate::image`]) and
@@ -640,15 +670,19 @@ fn compile_sets(
     let all = scope != Scope::Some;
     let mut which: Vec<Option<&Variant>> = vec![None];
     which.extend(sets.iter().filter_map(|s| s.variant).map(Some));
-    let (resolved, mut warnings, summaries) =
-        resolve_parts(project, library, &sources, &docs, &which, scope)?;
+    let ResolvedParts {
+        sets: resolved,
+        mut warnings,
+    } = resolve_parts(project, library, &sources, &docs, &which, scope)?;
     // Resolved, the documents are read no more: freed before the jobs are
     // rendered, they are not in a large build's peak memory. Their trees
     // take a while to free, so every core frees its share.
     par::map_owned(docs, drop);
     let mut resolved = resolved.into_iter();
-    let mut summaries = summaries.into_iter();
-    let mut base = resolved.next().unwrap_or_default();
+    let SetJobs {
+        jobs: mut base,
+        summaries: base_summaries,
+    } = resolved.next().unwrap_or_default();
     // The project's own build directory names the images in the build
     // specs (and in their comments): the one this build writes, if it
     // writes the project's.
@@ -660,7 +694,7 @@ fn compile_sets(
     let base_prepared = prepare(project, library, &mut base, base_out)?;
     let mut contexts = base_prepared.prints.clone();
     let mut parts = vec![Part {
-        summaries: summaries.next().unwrap_or_default(),
+        summaries: base_summaries,
         jobs: job_infos(&base, &base_prepared.per_job),
         builds: base_prepared.builds.clone(),
         set: None,
@@ -683,7 +717,10 @@ fn compile_sets(
                 (jobs, base_prepared.tree.clone())
             }
             Some(v) => {
-                let mut jobs = resolved.next().unwrap_or_default();
+                let SetJobs {
+                    mut jobs,
+                    summaries,
+                } = resolved.next().unwrap_or_default();
                 let out = v.build_output.as_deref().unwrap_or(&project.build_output);
                 let prepared = prepare(project, library, &mut jobs, out)?;
                 contexts.extend(prepared.prints);
@@ -696,7 +733,7 @@ fn compile_sets(
                     ));
                 }
                 parts.push(Part {
-                    summaries: summaries.next().unwrap_or_default(),
+                    summaries,
                     jobs: job_infos(&jobs, &prepared.per_job),
                     builds: prepared.builds,
                     set: Some(outputs.len()),

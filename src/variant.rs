@@ -97,7 +97,7 @@ pub fn unmatched(variant: &Variant, docs: &[Document], project: &Document) -> Ve
     unknown_jobs(variant, &names)
         .map(|(p, job)| {
             let at = format!("{}/job", p.pointer);
-            let hint = match crate::validate::did_you_mean(job, names.iter().copied()) {
+            let hint = match crate::suggest::did_you_mean(job, names.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!(
                     "`job` names a definition by its `metadata.name`; the project's are {}",

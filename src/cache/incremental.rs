@@ -420,7 +420,13 @@ pub(super) fn compile(
         && removed.is_empty()
         && fresh.len() == was.len()
         && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
-    let (all, dests, extras, bytes, jobs) = if same_places {
+    let Wants {
+        all,
+        dests,
+        extras,
+        bytes,
+        jobs,
+    } = if same_places {
         patched(req, sets, &mut compiled, record.outputs, kept, fresh, &was)?
     } else {
         walked(req, sets, &mut compiled, record.outputs, kept, fresh)?
@@ -471,10 +477,18 @@ fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
         })
 }
 
-/// What a build's directories should hold: every file's record, the
-/// directories, each set's root kustomization entries besides the jobs,
-/// the bytes compiled, and the number of jobs.
-type Wants = (Vec<SourceRecord>, Vec<Dest>, Vec<Vec<String>>, u64, usize);
+/// What a build's directories should hold.
+struct Wants {
+    /// Every definition file's record, in path order.
+    all: Vec<SourceRecord>,
+    dests: Vec<Dest>,
+    /// Each set's root kustomization entries besides the jobs.
+    extras: Vec<Vec<String>>,
+    /// The bytes compiled.
+    bytes: u64,
+    /// The jobs of the definitions as written.
+    jobs: usize,
+}
 
 /// The index in `compiled.parts` of set `set`'s part.
 fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
@@ -613,7 +627,13 @@ fn patched(
             });
         }
     }
-    Ok((all, dests, extras, bytes, jobs))
+    Ok(Wants {
+        all,
+        dests,
+        extras,
+        bytes,
+        jobs,
+    })
 }
 
 /// Any other build: every file of every directory is planned, those of
@@ -738,7 +758,13 @@ fn walked(
     // What is taken from the record is counted as it is planned.
     crate::limits::check_output(total, 0, true, crate::limits::MAX_OUTPUT_BYTES)
         .map_err(|_| "the output passes the limit; the build will report it")?;
-    Ok((all, dests, extras, total, jobs))
+    Ok(Wants {
+        all,
+        dests,
+        extras,
+        bytes: total,
+        jobs,
+    })
 }
 
 /// The files of a directory in walk order; two jobs never share one.

@@ -39,7 +39,7 @@ pub(super) fn run_local(
             .next(),
         None => None,
     };
-    let (jobs, warnings) =
+    let pipeline::Resolved { jobs, warnings } =
         pipeline::check_sets(&project, cwd, std::slice::from_ref(&path), &[variant])
             .map_err(&fail)?;
     let mut jobs = jobs.into_iter().next().unwrap_or_default();

@@ -25,10 +25,10 @@ use crate::compile::patch::Finding;
 use crate::compile::pod::{Index, Program};
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
+use crate::load::Findings;
 use crate::model::definition::{Framework as FrameworkKind, TrainingJob};
 use crate::model::job::{Framework, RoleKind};
 use crate::names;
-use crate::validate::rules::Ctx;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
 /// 3: restarts with `BlockingRecreate`.
@@ -212,7 +212,7 @@ fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> 
 }
 
 /// What this target cannot express, located in the definition.
-pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
     if def.spec.run_policy.restart_policy.as_deref() == Some("OnFailure") {
         cx.error(
             "/spec/runPolicy/restartPolicy",

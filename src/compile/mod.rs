@@ -19,6 +19,7 @@ pub mod pytorch;
 pub mod pytorchjob;
 pub mod security;
 pub mod storage;
+pub mod target;
 pub mod tensorboard;
 pub mod tensorflow;
 pub mod tfjob;
@@ -129,12 +130,7 @@ pub struct CompiledJob {
 
 /// The output-format version of a target's runs (see [`identity`]).
 pub fn format(target: Target) -> u32 {
-    match target {
-        Target::Kubernetes => kubernetes::FORMAT,
-        Target::Jobset => jobset::FORMAT,
-        Target::Tfjob => tfjob::FORMAT,
-        Target::Pytorchjob => pytorchjob::FORMAT,
-    }
+    target::backend(target).format
 }
 
 /// One training run of a job: what every target compiles.
@@ -188,13 +184,7 @@ pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
 }
 
 fn objects(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), patch::Finding> {
-    let alone = |manifests: Vec<Manifest>| (manifests, Vec::new());
-    match run.job.target {
-        Target::Kubernetes => kubernetes::compile(run, tasks),
-        Target::Jobset => jobset::compile(run).map(alone),
-        Target::Tfjob => tfjob::compile(run).map(alone),
-        Target::Pytorchjob => pytorchjob::compile(run).map(alone),
-    }
+    (target::backend(run.job.target).compile)(run, tasks)
 }
 
 pub fn compile(job: &Job, tasks: Tasks) -> Result<CompiledJob, String> {

@@ -13,10 +13,11 @@
 
 use crate::compile::Run;
 use crate::compile::pod::Index;
+use crate::load::Findings;
 use crate::model::definition::{Target, TrainingJob};
+use crate::model::job::env_scopes;
 use crate::model::job::{Framework, Role, RoleKind, target_of};
 use crate::model::project::Defaults;
-use crate::validate::rules::{Ctx, env_scopes};
 
 /// The program that starts a node's processes.
 pub const LAUNCHER: &str = "torchrun";
@@ -164,7 +165,7 @@ pub fn rank_env(launch: &Launch, rank: Rank, master: (&str, u16)) -> Vec<(String
 
 /// What PyTorch asks of a definition (the schema has refused TensorFlow's
 /// roles and fields already).
-pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let spec = &def.spec;
     match RoleKind::Worker.of(&spec.roles) {
         None => cx.error_at_key(

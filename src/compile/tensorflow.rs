@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 pub use crate::compile::pod::{INDEX_VAR, Index};
+use crate::load::Findings;
 use crate::model::Job;
 use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
-use crate::validate::rules::Ctx;
 
 /// Host lists by task type, in the order TensorFlow expects.
 #[derive(Debug, Clone)]
@@ -192,7 +192,7 @@ pub fn layout_error(strategy: Strategy, count: impl Fn(RoleKind) -> u32) -> Opti
 }
 
 /// What a strategy asks of a definition's roles and cluster-spec options.
-pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
     let spec = &def.spec;
     let strategy = spec.strategy.unwrap_or(Strategy::ParameterServer);
     let replicas = |kind: RoleKind| kind.of(&spec.roles).map_or(0, |r| r.replicas);

@@ -15,10 +15,11 @@ use crate::compile::patch::Finding;
 use crate::compile::pod::{Index, Program};
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
+use crate::load::Findings;
 use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::RoleKind;
+use crate::model::job::env_scopes;
 use crate::names;
-use crate::validate::rules::{Ctx, env_scopes};
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
 /// 3: no Volcano queue in `schedulingPolicy`.
@@ -116,7 +117,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
 }
 
 /// What this target cannot express, located in the definition.
-pub(crate) fn check(cx: &mut Ctx, def: &TrainingJob) {
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
     let spec = &def.spec;
     if !spec.cluster_spec().tf_config {
         cx.error(

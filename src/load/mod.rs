@@ -1,6 +1,7 @@
 //! Stage 1: files and directories → YAML documents that remember their source.
 
 mod events;
+mod findings;
 mod node;
 pub mod project;
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_saphyr::{DuplicateKeyPolicy, Spanned};
 
+pub use findings::Findings;
 pub use node::{NodePos, SpanIndex, pointer_segment};
 
 use crate::diagnostic::Diagnostic;

@@ -181,7 +181,7 @@ impl Project {
             let hint = if known.is_empty() {
                 "the project file defines no `variants`".to_owned()
             } else {
-                match crate::validate::did_you_mean(
+                match crate::suggest::did_you_mean(
                     first,
                     self.variants.iter().map(|v| v.name.as_str()),
                 ) {

@@ -111,15 +111,6 @@ impl Target {
             Target::Pytorchjob => "pytorchjob",
         }
     }
-
-    /// The one framework an operator's target runs; `None`: any.
-    pub fn framework(self) -> Option<Framework> {
-        match self {
-            Target::Kubernetes | Target::Jobset => None,
-            Target::Tfjob => Some(Framework::Tensorflow),
-            Target::Pytorchjob => Some(Framework::Pytorch),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -1024,3 +1024,16 @@ pub fn hyperparameter_env_name(name: &str) -> String {
     }));
     s
 }
+
+/// Every `env` map of a definition with its JSON pointer: the job's, then
+/// each role's.
+pub fn env_scopes(def: &def::TrainingJob) -> Vec<(String, &BTreeMap<String, def::EnvValue>)> {
+    let spec = &def.spec;
+    let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
+    for kind in RoleKind::ALL {
+        if let Some(r) = kind.of(&spec.roles) {
+            scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
+        }
+    }
+    scopes
+}

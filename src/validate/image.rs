@@ -7,11 +7,11 @@
 use std::path::{Component, Path};
 
 use super::Context;
-use super::rules::Ctx;
+use crate::load::Findings;
 use crate::model::definition::TrainingJob;
 use crate::model::job::{RoleKind, image_name, split_reference};
 
-pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, vcx: &Context) {
+pub(super) fn check(cx: &mut Findings, def: &TrainingJob, vcx: &Context) {
     let spec = &def.spec;
     let Some(preset) = vcx.library.preset(def.framework_name()) else {
         cx.error(
@@ -145,7 +145,7 @@ fn outside_repository(written: &str, context: &Path, top: &Path) -> Option<Strin
 /// image a new tag with every commit or build, and the run would start
 /// again each time. Each such entry is its own finding, so that one run
 /// names them all.
-fn unsettled(cx: &mut Ctx, written: &str, context: &Path, vcx: &Context) {
+fn unsettled(cx: &mut Findings, written: &str, context: &Path, vcx: &Context) {
     const AT: &str = "/spec/build/context";
     // The file to edit, from the project root as the definitions are named.
     let def_dir = Path::new(&cx.doc.file.name)
@@ -215,7 +215,7 @@ pub fn mutable(image: &str) -> Option<&'static str> {
     }
 }
 
-fn references(cx: &mut Ctx, def: &TrainingJob) {
+fn references(cx: &mut Findings, def: &TrainingJob) {
     let spec = &def.spec;
     for (at, r) in image_fields(def) {
         if let Some(why) = reference_error(r) {

@@ -9,7 +9,6 @@ pub mod quick;
 pub mod rules;
 pub mod schema;
 mod security;
-mod suggest;
 
 use std::path::Path;
 
@@ -22,7 +21,6 @@ use crate::model::project::Defaults;
 
 pub use budget::floor;
 pub use image::{REFERENCE_HINT, dockerfile_path_error, name_error, reference_error};
-pub use suggest::did_you_mean;
 
 /// Validates every document and resolves the valid ones. Findings from all
 /// documents are gathered, so one run reports everything.

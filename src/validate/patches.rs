@@ -7,16 +7,16 @@
 use k8s_openapi::api::core::v1::Affinity;
 use serde_json::Value;
 
-use super::rules::Ctx;
 use crate::compile::patch::{self, json, smp};
 use crate::diagnostic::Diagnostic;
+use crate::load::Findings;
 use crate::load::{Document, pointer_segment};
 use crate::model::Job;
 use crate::model::definition::TrainingJob;
 use crate::model::job::RoleKind;
 use crate::validate::schema::Kube;
 
-pub(super) fn check(cx: &mut Ctx, def: &TrainingJob) {
+pub(super) fn check(cx: &mut Findings, def: &TrainingJob) {
     for (i, p) in def.spec.patches.iter().enumerate() {
         let base = format!("/spec/patches/{i}");
         match (&p.strategic, &p.json) {
@@ -63,7 +63,7 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn report(cx: &mut Ctx, base: &str, problems: Vec<smp::Problem>) {
+fn report(cx: &mut Findings, base: &str, problems: Vec<smp::Problem>) {
     for p in problems {
         let pointer = format!("{base}{}", p.at);
         // A misspelt field or directive is shown at its name.
@@ -81,7 +81,7 @@ fn report(cx: &mut Ctx, base: &str, problems: Vec<smp::Problem>) {
 /// patch), and one Kubernetes reads. Unknown fields and types are the
 /// schema's; this finds the rest (a number out of range, a list item
 /// that is `null`).
-fn affinity(cx: &mut Ctx, base: &str, a: &Value) {
+fn affinity(cx: &mut Findings, base: &str, a: &Value) {
     fn directives(v: &Value, at: &str, out: &mut Vec<String>) {
         match v {
             Value::Object(o) => {

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use crate::compile;
 use crate::compile::pod::INDEX_VAR;
 use crate::diagnostic::Diagnostic;
-use crate::load::{Document, pointer_segment};
+use crate::load::{Document, Findings, pointer_segment};
 use crate::model::definition::{
     EnvFrom, EnvSource, EnvValue, Projection, Scalar, Selector, Toleration, TrainingJob, Volume,
     VolumeKind,
 };
 use crate::model::definition::{Framework, HyperparameterStyle, Target};
-use crate::model::job::{RoleKind, hyperparameter_env_name, namespace_of, target_of};
+use crate::model::job::{RoleKind, env_scopes, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
 use crate::names;
 use crate::quantity;
@@ -23,71 +23,10 @@ const LEGACY_FLAGS: [&str; 4] = ["ps_hosts", "worker_hosts", "job_name", "task_i
 /// Label prefixes trainc owns; user labels under them would break selectors.
 const RESERVED_LABEL_PREFIXES: [&str; 2] = ["app.kubernetes.io/", "trainc.dev/"];
 
-/// Where findings of one document go. Rules that depend on the target live
-/// with the target (`compile::<target>::check`) and report through this.
-pub(crate) struct Ctx<'a> {
-    pub(crate) doc: &'a Document,
-    pub(crate) out: Vec<Diagnostic>,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn error(
-        &mut self,
-        pointer: &str,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) {
-        self.push(Diagnostic::new(message), pointer, false, hint.into());
-    }
-
-    pub(crate) fn warning(
-        &mut self,
-        pointer: &str,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) {
-        self.push(Diagnostic::warning(message), pointer, false, hint.into());
-    }
-
-    pub(crate) fn warning_at_key(
-        &mut self,
-        pointer: &str,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) {
-        self.push(Diagnostic::warning(message), pointer, true, hint.into());
-    }
-
-    pub(crate) fn error_at_key(
-        &mut self,
-        pointer: &str,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) {
-        self.push(Diagnostic::new(message), pointer, true, hint.into());
-    }
-
-    /// A finding about the value at `pointer`, located at the value or, for
-    /// a finding about the field itself, at its key; an empty hint is none.
-    fn push(&mut self, d: Diagnostic, pointer: &str, at_key: bool, hint: String) {
-        let at = if at_key {
-            self.doc.locate_key(pointer)
-        } else {
-            self.doc.locate(pointer)
-        };
-        let d = d.path(self.doc.dotted(pointer)).at(at);
-        self.out
-            .push(if hint.is_empty() { d } else { d.hint(hint) });
-    }
-}
-
 /// Runs every rule on one schema-valid definition.
 pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Diagnostic> {
     let defaults = vcx.defaults;
-    let mut cx = Ctx {
-        doc,
-        out: Vec::new(),
-    };
+    let mut cx = Findings::new(doc);
     super::image::check(&mut cx, def, vcx);
     match def.framework() {
         Framework::Tensorflow => compile::tensorflow::check(&mut cx, def),
@@ -106,32 +45,29 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     labels(&mut cx, def);
     pod_settings(&mut cx, def);
     generated_names(&mut cx, def, defaults);
-    match target_of(def, defaults) {
-        Target::Kubernetes | Target::Pytorchjob => {}
-        Target::Jobset => compile::jobset::check(&mut cx, def),
-        Target::Tfjob => compile::tfjob::check(&mut cx, def),
-    }
+    (compile::target::backend(target_of(def, defaults)).check)(&mut cx, def);
     cx.out
 }
 
 /// An operator's target runs its own framework only.
-fn target_framework(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+fn target_framework(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let target = target_of(def, defaults);
     let framework = def.framework();
-    let Some(runs) = target.framework().filter(|f| *f != framework) else {
+    let runs = compile::target::backend(target).framework;
+    let Some(runs) = runs.filter(|f| *f != framework) else {
         return;
     };
-    let other = match framework {
-        Framework::Tensorflow => Target::Tfjob,
-        Framework::Pytorch => Target::Pytorchjob,
-    };
+    let other = compile::target::BACKENDS
+        .iter()
+        .find(|b| b.framework == Some(framework))
+        .map_or("", |b| b.target.as_str());
     let message = format!(
         "the `{}` target runs {} jobs, and this is a {} job",
         target.as_str(),
         runs.display(),
         framework.display()
     );
-    let hint = format!("use `target: {}`, `jobset` or `kubernetes`", other.as_str());
+    let hint = format!("use `target: {other}`, `jobset` or `kubernetes`");
     if def.spec.target.is_some() {
         cx.error("/spec/target", message, hint);
     } else {
@@ -154,7 +90,7 @@ fn replicas(def: &TrainingJob, kind: RoleKind) -> u32 {
 
 /// Node selectors and tolerations, held to the rules the API server applies,
 /// so a bad one fails here and not at sync time.
-fn scheduling(cx: &mut Ctx, def: &TrainingJob) {
+fn scheduling(cx: &mut Findings, def: &TrainingJob) {
     for kind in RoleKind::ALL {
         let Some(role) = kind.of(&def.spec.roles) else {
             continue;
@@ -183,7 +119,7 @@ fn scheduling(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn toleration(cx: &mut Ctx, at: &str, t: &Toleration) {
+fn toleration(cx: &mut Findings, at: &str, t: &Toleration) {
     let exists = t.operator.as_deref() == Some("Exists");
     let key = t.key.as_deref().unwrap_or("");
     if key.is_empty() && !exists {
@@ -231,7 +167,7 @@ fn toleration(cx: &mut Ctx, at: &str, t: &Toleration) {
     }
 }
 
-fn check_quantity(cx: &mut Ctx, pointer: &str, q: &Scalar, what: &str) {
+fn check_quantity(cx: &mut Findings, pointer: &str, q: &Scalar, what: &str) {
     match quantity::parse(&q.render()) {
         Err(e) => cx.error(
             pointer,
@@ -257,7 +193,7 @@ fn example(what: &str) -> &'static str {
     }
 }
 
-fn quantities(cx: &mut Ctx, def: &TrainingJob) {
+fn quantities(cx: &mut Findings, def: &TrainingJob) {
     for kind in RoleKind::ALL {
         let Some(r) = kind.of(&def.spec.roles) else {
             continue;
@@ -288,7 +224,7 @@ fn quantities(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn storage(cx: &mut Ctx, def: &TrainingJob) {
+fn storage(cx: &mut Findings, def: &TrainingJob) {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     let mut mounts: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, v) in def.spec.storage.iter().enumerate() {
@@ -395,7 +331,7 @@ fn storage(cx: &mut Ctx, def: &TrainingJob) {
 
 /// The source fields a volume gives: exactly one source, except that
 /// `selector`, `volumeName` and `storageClass` together describe one claim.
-fn sources(cx: &mut Ctx, at: &str, v: &Volume) {
+fn sources(cx: &mut Findings, at: &str, v: &Volume) {
     let given: Vec<&str> = [
         ("nfs", v.nfs.is_some()),
         ("csi", v.csi.is_some()),
@@ -433,7 +369,7 @@ const LABEL_VALUE_HINT: &str =
     "use up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 
 /// A label selector, held to the rules the API server applies.
-fn selector(cx: &mut Ctx, at: &str, sel: &Selector) {
+fn selector(cx: &mut Findings, at: &str, sel: &Selector) {
     for (k, v) in &sel.match_labels {
         let here = format!("{at}/matchLabels/{}", pointer_segment(k));
         if !key_ok(k) {
@@ -488,7 +424,7 @@ fn selector(cx: &mut Ctx, at: &str, sel: &Selector) {
 
 /// A ConfigMap or Secret volume: file paths that stay below the mount, and
 /// modes written unambiguously.
-fn projection(cx: &mut Ctx, at: &str, p: &Projection) {
+fn projection(cx: &mut Findings, at: &str, p: &Projection) {
     if let Some(m) = &p.default_mode {
         file_mode(cx, &format!("{at}/defaultMode"), m);
     }
@@ -532,7 +468,7 @@ pub(crate) fn legacy_octal(text: &str) -> Option<String> {
     })
 }
 
-fn file_mode(cx: &mut Ctx, pointer: &str, n: &serde_json::Number) {
+fn file_mode(cx: &mut Findings, pointer: &str, n: &serde_json::Number) {
     let text = cx.doc.source_text(pointer).unwrap_or_default().to_owned();
     if let Some(hint) = legacy_octal(&text) {
         cx.error(
@@ -552,7 +488,7 @@ fn file_mode(cx: &mut Ctx, pointer: &str, n: &serde_json::Number) {
 }
 
 /// `roles`: each role once, and one that has tasks.
-fn mounting_roles(cx: &mut Ctx, def: &TrainingJob, at: &str, v: &Volume) {
+fn mounting_roles(cx: &mut Findings, def: &TrainingJob, at: &str, v: &Volume) {
     let mut seen = Vec::new();
     for (j, kind) in v.roles.iter().enumerate() {
         let here = format!("{at}/roles/{j}");
@@ -594,7 +530,7 @@ fn log_volume(def: &TrainingJob) -> Option<(usize, &Volume)> {
         .max_by_key(|(_, v)| v.mount_path.trim_end_matches('/').len())
 }
 
-fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
+fn tensorboard(cx: &mut Findings, def: &TrainingJob) {
     let Some(tb) = def.spec.tensorboard.as_ref().filter(|t| t.enabled) else {
         return;
     };
@@ -654,7 +590,7 @@ fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
 /// and TensorBoard, for the volume holding its logs, land on different
 /// nodes: a single-node access mode would leave all but the first pod
 /// waiting on a Multi-Attach error.
-fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
+fn access_modes(cx: &mut Findings, def: &TrainingJob) {
     let log = log_volume(def).map(|(i, _)| i);
     for (i, v) in def.spec.storage.iter().enumerate() {
         if !v.kind().writes_claim() {
@@ -691,20 +627,7 @@ fn access_modes(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-/// Every `env` map of a definition with its JSON pointer: the job's, then
-/// each role's.
-pub(crate) fn env_scopes(def: &TrainingJob) -> Vec<(String, &BTreeMap<String, EnvValue>)> {
-    let spec = &def.spec;
-    let mut scopes = vec![("/spec/env".to_owned(), &spec.env)];
-    for kind in RoleKind::ALL {
-        if let Some(r) = kind.of(&spec.roles) {
-            scopes.push((format!("/spec/roles/{}/env", kind.as_str()), &r.env));
-        }
-    }
-    scopes
-}
-
-fn environment(cx: &mut Ctx, def: &TrainingJob, target: Target) {
+fn environment(cx: &mut Findings, def: &TrainingJob, target: Target) {
     let spec = &def.spec;
     let scopes = env_scopes(def);
     for (at, env) in &scopes {
@@ -798,7 +721,7 @@ fn field_path_ok(path: &str) -> bool {
 
 /// Variables whose value comes from elsewhere, and `envFrom`: what the
 /// schema cannot say, as the API server would say it at sync time.
-fn env_sources(cx: &mut Ctx, def: &TrainingJob) {
+fn env_sources(cx: &mut Findings, def: &TrainingJob) {
     for (at, env) in env_scopes(def) {
         for (name, value) in env {
             let EnvValue::From(source) = value else {
@@ -823,7 +746,7 @@ fn env_sources(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn env_source(cx: &mut Ctx, at: &str, s: &EnvSource) {
+fn env_source(cx: &mut Findings, at: &str, s: &EnvSource) {
     let given: Vec<&str> = [
         ("secretKeyRef", s.secret_key_ref.is_some()),
         ("configMapKeyRef", s.config_map_key_ref.is_some()),
@@ -897,7 +820,7 @@ fn env_source(cx: &mut Ctx, at: &str, s: &EnvSource) {
     }
 }
 
-fn env_from(cx: &mut Ctx, at: &str, e: &EnvFrom) {
+fn env_from(cx: &mut Findings, at: &str, e: &EnvFrom) {
     match (&e.secret_ref, &e.config_map_ref) {
         (Some(_), Some(_)) => cx.error_at_key(
             &format!("{at}/configMapRef"),
@@ -916,7 +839,7 @@ fn env_from(cx: &mut Ctx, at: &str, e: &EnvFrom) {
 /// Per-role pod settings and TensorBoard's own: labels and annotations as
 /// the API server checks them, clear of trainc's keys; one placement rule
 /// per role; TensorBoard flags that trainc does not set itself.
-fn pod_settings(cx: &mut Ctx, def: &TrainingJob) {
+fn pod_settings(cx: &mut Findings, def: &TrainingJob) {
     for kind in RoleKind::ALL {
         let Some(role) = kind.of(&def.spec.roles) else {
             continue;
@@ -1018,7 +941,7 @@ fn key_ok(key: &str) -> bool {
     }
 }
 
-fn labels(cx: &mut Ctx, def: &TrainingJob) {
+fn labels(cx: &mut Findings, def: &TrainingJob) {
     let found = check_labels(
         cx.doc,
         "/metadata",
@@ -1037,10 +960,7 @@ pub fn check_labels(
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
 ) -> Vec<Diagnostic> {
-    let mut cx = Ctx {
-        doc,
-        out: Vec::new(),
-    };
+    let mut cx = Findings::new(doc);
     check_map(&mut cx, &format!("{base}/labels"), labels, "label");
     check_map(
         &mut cx,
@@ -1052,7 +972,7 @@ pub fn check_labels(
 }
 
 /// The labels or annotations (`what`) of the map at `at`.
-fn check_map(cx: &mut Ctx, at: &str, map: &BTreeMap<String, String>, what: &str) {
+fn check_map(cx: &mut Findings, at: &str, map: &BTreeMap<String, String>, what: &str) {
     for (k, v) in map {
         let at = format!("{at}/{}", pointer_segment(k));
         if !key_ok(k) {
@@ -1110,12 +1030,8 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
         });
     };
     let framework = def.framework();
-    let by_target = match target_of(def, defaults) {
-        Target::Kubernetes => compile::kubernetes::generated(framework, &run, &roles),
-        Target::Jobset => compile::jobset::generated(framework, &run, &roles),
-        Target::Tfjob => compile::tfjob::generated(&run, &roles),
-        Target::Pytorchjob => compile::pytorchjob::generated(&run, &roles),
-    };
+    let by_target =
+        (compile::target::backend(target_of(def, defaults)).generated)(framework, &run, &roles);
     for (kind, name, limit) in by_target {
         add(kind, true, name, limit);
     }
@@ -1159,7 +1075,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
 
 /// Every generated name must fit its kind's limit; the one furthest over is
 /// reported, with the length `metadata.name` must shrink to.
-fn generated_names(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+fn generated_names(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let job = &def.metadata.name;
     let worst = generated(def, defaults)
         .into_iter()

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
+use crate::suggest::did_you_mean;
 use crate::validate::quick::{self, Quick, Verdict};
-use crate::validate::suggest::did_you_mean;
 
 /// The definition schema, exactly as shipped in `schema/`; `trainc schema`
 /// prints these bytes.

@@ -4,8 +4,8 @@
 //! and the Secrets its CSI volumes read. Image references are `image`'s;
 //! what patches change is [`crate::compile::patch`]'s.
 
-use super::rules::Ctx;
 use crate::compile::security::{self, Profile};
+use crate::load::Findings;
 use crate::load::pointer_segment;
 use crate::model::definition::TrainingJob;
 use crate::model::job::{RoleKind, Security, namespace_of};
@@ -16,7 +16,7 @@ use crate::quantity;
 /// container's name.
 const APPARMOR: &str = "container.apparmor.security.beta.kubernetes.io/";
 
-pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+pub(super) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     settings(cx, def);
     apparmor(cx, def);
     tensorboard(cx, def);
@@ -27,7 +27,7 @@ pub(super) fn check(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
 
 /// Combinations the API server or the kubelet refuses, then the profile
 /// the pods still meet when the definition relaxes something.
-fn settings(cx: &mut Ctx, def: &TrainingJob) {
+fn settings(cx: &mut Findings, def: &TrainingJob) {
     let s = &def.spec.security;
     let resolved = Security::resolve(s, def.spec.service_account_name.as_deref());
     if resolved.run_as_user == 0 && resolved.run_as_non_root {
@@ -97,7 +97,7 @@ fn settings(cx: &mut Ctx, def: &TrainingJob) {
     );
 }
 
-fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
+fn tensorboard(cx: &mut Findings, def: &TrainingJob) {
     let Some(tb) = def.spec.tensorboard.as_ref().filter(|t| t.enabled) else {
         return;
     };
@@ -145,7 +145,7 @@ fn tensorboard(cx: &mut Ctx, def: &TrainingJob) {
 /// AppArmor turned off by an annotation: on every pod of the job (the
 /// definition's `metadata.annotations`, which TensorBoard's pod gets too),
 /// or on one role's (its `annotations`, which reach no other pod).
-fn apparmor(cx: &mut Ctx, def: &TrainingJob) {
+fn apparmor(cx: &mut Findings, def: &TrainingJob) {
     let tensorboard = def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled);
     let job = if tensorboard {
         "every pod of the job (TensorBoard's too)".to_owned()
@@ -185,7 +185,7 @@ fn apparmor(cx: &mut Ctx, def: &TrainingJob) {
     }
 }
 
-fn egress(cx: &mut Ctx, def: &TrainingJob) {
+fn egress(cx: &mut Findings, def: &TrainingJob) {
     let policy = &def.spec.security.network_policy;
     if !policy.enabled {
         let tensorboard = def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled);
@@ -245,7 +245,7 @@ fn system_namespace(namespace: &str) -> bool {
 }
 
 /// A job in a namespace Kubernetes keeps for itself.
-fn namespace(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+fn namespace(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let ns = namespace_of(def, defaults);
     if !system_namespace(&ns) {
         return;
@@ -269,7 +269,7 @@ fn namespace(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
 /// A CSI volume's Secret in another namespace than the job's: the
 /// PersistentVolume is cluster-scoped, so nothing limits which namespace
 /// its driver reads the Secret from for the job's pods.
-fn csi_secrets(cx: &mut Ctx, def: &TrainingJob, defaults: &Defaults) {
+fn csi_secrets(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let ns = namespace_of(def, defaults);
     for (i, v) in def.spec.storage.iter().enumerate() {
         let Some(csi) = &v.csi else { continue };

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::validate::did_you_mean;
+use crate::suggest::did_you_mean;
 use crate::validate::schema::{Field, Kube, ListMerge};
 
 pub const PATCH: &str = "$patch";
