@@ -3,5 +3,6 @@
 pub mod definition;
 pub mod job;
 pub mod project;
+pub mod schema;
 
 pub use job::Job;

@@ -14,7 +14,7 @@ use crate::load::{Document, pointer_segment};
 use crate::model::Job;
 use crate::model::definition::TrainingJob;
 use crate::model::job::RoleKind;
-use crate::validate::schema::Kube;
+use crate::model::schema::Kube;
 
 pub(super) fn check(cx: &mut Findings, def: &TrainingJob) {
     for (i, p) in def.spec.patches.iter().enumerate() {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Allowance;
 use super::smp::{Problem, unknown_field};
-use crate::validate::schema::{Field, Kube};
+use crate::model::schema::{Field, Kube};
 
 /// One operation, as RFC 6902 defines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use crate::limits::{MAX_PATCH_BYTES, mib};
 use crate::load::pointer_segment;
 use crate::model::Job;
 use crate::model::job::{Change, RoleKind};
-use crate::validate::schema::{Kube, ListMerge};
+use crate::model::schema::{Kube, ListMerge};
 
 /// What applying a patch found: where in the definition (a JSON pointer
 /// such as `/spec/patches/0/strategic/spec`), what, and how to fix it.
@@ -365,7 +365,7 @@ fn missing(v: &Value, s: Kube, path: &mut Vec<Segment>) -> Option<(Vec<Segment>,
                 return Some((path.clone(), r.to_owned()));
             }
             for (k, x) in o {
-                if let crate::validate::schema::Field::Known(c) = s.field(k) {
+                if let crate::model::schema::Field::Known(c) = s.field(k) {
                     path.push(Segment::Key(k.clone()));
                     let found = missing(x, c, path);
                     path.pop();
@@ -418,7 +418,7 @@ fn locate(merged: &Value, path: &[Segment], patch: &Value, schema: Option<Kube>)
         let next = match seg {
             Segment::Key(k) => p.get(k).map(|pv| {
                 let field = s.and_then(|s| match s.field(k) {
-                    crate::validate::schema::Field::Known(f) => Some(f),
+                    crate::model::schema::Field::Known(f) => Some(f),
                     _ => None,
                 });
                 (m.get(k), pv, field, pointer_segment(k))

@@ -17,8 +17,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::model::schema::{Field, Kube, ListMerge};
 use crate::suggest::did_you_mean;
-use crate::validate::schema::{Field, Kube, ListMerge};
 
 pub const PATCH: &str = "$patch";
 pub const RETAIN_KEYS: &str = "$retainKeys";
