@@ -22,7 +22,7 @@ pub use crate::model::schema::TRAINING_JOB as TRAINING_JOB_SCHEMA;
 /// and its compiled validator, only for a document [`Quick`] does not find
 /// valid (the error mapper reads the JSON for field names, "did you mean"
 /// and `patternErrorMessage` hints) and, for the definition schema, for a
-/// definition with patches or an affinity ([`Kube`] reads Kubernetes'
+/// definition with patches or an affinity ([`Kube`](crate::model::schema::Kube) reads Kubernetes'
 /// definitions from it).
 pub struct Schema {
     quick: Quick,
@@ -97,8 +97,9 @@ pub fn training_job(doc: &Document) -> &'static Schema {
 
 impl Schema {
     /// The schema in `text`, of which only the root is read now; `whole`
-    /// parses all of it, when the error mapper or [`Kube`] needs it. `cut`:
-    /// see [`Quick::lazy`].
+    /// gives all of it, parsed when the error mapper or
+    /// [`Kube`](crate::model::schema::Kube) first needs it. `cut`: see
+    /// [`Quick::lazy`].
     fn new(text: &'static str, cut: Option<&str>, whole: fn() -> &'static Value) -> Self {
         let quick = Quick::lazy(text, cut).unwrap_or_else(|| Quick::new(whole().clone()));
         Self {
