@@ -263,9 +263,7 @@ fn render(v: &Value, indent: usize, out: &mut String) {
 
 /// The schema file with `defs` as the `io.k8s.…` definitions, which close
 /// `$defs`, one entry per line at four spaces. trainc reads the schema
-/// without them by cutting this tail off (`lean` in src/validate/schema.rs)
-/// and finds each definition by that layout (`Quick::lazy` in
-/// src/validate/quick.rs).
+/// without them by cutting this tail off (`lean` in src/validate/schema.rs).
 fn with_defs(text: &str, defs: &[(String, Value)]) -> String {
     let committed: Value = serde_json::from_str(text).expect("the schema is JSON");
     let names: Vec<&String> = committed["$defs"]

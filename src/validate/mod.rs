@@ -5,7 +5,7 @@ pub mod across;
 mod budget;
 mod image;
 mod patches;
-pub mod quick;
+
 pub mod rules;
 pub mod schema;
 mod security;

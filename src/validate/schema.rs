@@ -10,7 +10,6 @@ use serde_json::Value;
 use crate::diagnostic::Diagnostic;
 use crate::load::{Document, pointer_segment};
 use crate::suggest::did_you_mean;
-use crate::validate::quick::{self, Quick, Verdict};
 
 /// The project-file schema.
 pub use crate::model::schema::PROJECT as PROJECT_SCHEMA;
@@ -18,43 +17,31 @@ pub use crate::model::schema::PROJECT as PROJECT_SCHEMA;
 /// prints these bytes.
 pub use crate::model::schema::TRAINING_JOB as TRAINING_JOB_SCHEMA;
 
-/// A schema: what the quick check reads of it, and its JSON parsed whole
-/// and its compiled validator, only for a document [`Quick`] does not find
-/// valid (the error mapper reads the JSON for field names, "did you mean"
-/// and `patternErrorMessage` hints) and, for the definition schema, for a
-/// definition with patches or an affinity ([`Kube`](crate::model::schema::Kube) reads Kubernetes'
-/// definitions from it).
+/// A schema: its JSON parsed whole (the error mapper reads it for field
+/// names, "did you mean" and `patternErrorMessage` hints) and its validator,
+/// each made on first use, once per process.
 pub struct Schema {
-    quick: Quick,
-    /// The schema parsed whole, on first use.
     json: fn() -> &'static Value,
     validator: OnceLock<Validator>,
 }
 
 /// The definition schema, Kubernetes' pod template included: what a
 /// definition with patches or an affinity is checked against.
-pub static TRAINING_JOB: LazyLock<Schema> = LazyLock::new(|| {
-    Schema::new(
-        TRAINING_JOB_SCHEMA,
-        None,
-        crate::model::schema::training_job,
-    )
-});
+pub static TRAINING_JOB: LazyLock<Schema> =
+    LazyLock::new(|| Schema::new(crate::model::schema::training_job));
 /// The definition schema without the Kubernetes definitions (`io.k8s.…`),
 /// for every other definition: the pod template is most of the schema and
 /// of the time it takes to compile (a few milliseconds at every start).
-static TRAINING_JOB_LEAN: LazyLock<Schema> =
-    LazyLock::new(|| Schema::new(TRAINING_JOB_SCHEMA, Some(KUBERNETES), || &LEAN_JSON));
+static TRAINING_JOB_LEAN: LazyLock<Schema> = LazyLock::new(|| Schema::new(|| &LEAN_JSON));
 static LEAN_JSON: LazyLock<Value> = LazyLock::new(|| lean(TRAINING_JOB_SCHEMA));
-pub static PROJECT: LazyLock<Schema> =
-    LazyLock::new(|| Schema::new(PROJECT_SCHEMA, None, || &PROJECT_JSON));
+pub static PROJECT: LazyLock<Schema> = LazyLock::new(|| Schema::new(|| &PROJECT_JSON));
 static PROJECT_JSON: LazyLock<Value> = LazyLock::new(|| parse(PROJECT_SCHEMA));
 
-/// Reads the root of the schema most definitions are checked against, so
-/// that it can be done on a spare thread while the definitions load,
-/// rather than by the first document's check while the others wait for it.
+/// Compiles the validator most definitions are checked against, so that
+/// it can be done on a spare thread while the definitions load, rather
+/// than by the first document's check while the others wait for it.
 pub fn warm() {
-    LazyLock::force(&TRAINING_JOB_LEAN);
+    TRAINING_JOB_LEAN.validator();
 }
 
 /// The prefix of the Kubernetes definitions' names in `$defs`.
@@ -72,12 +59,33 @@ fn parse(text: &str) -> Value {
 /// read at all: their generator (tests/k8s_schema.rs) writes them last in
 /// `$defs`, which closes the schema, and they are cut off as a tail.
 fn lean(text: &str) -> Value {
-    let mut schema = match quick::tail(text, KUBERNETES) {
+    let tail = format!(",\n    \"{KUBERNETES}");
+    let mut schema = match memchr::memmem::find(text.as_bytes(), tail.as_bytes()) {
         Some(end) => parse(&format!("{}\n  }}\n}}\n", &text[..end])),
         None => parse(text),
     };
-    quick::cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
+    cut(&mut schema, &format!("#/$defs/{KUBERNETES}"));
     schema
+}
+
+/// Empties every object of `schema` whose `$ref` begins with `prefix`, so
+/// that it accepts anything.
+fn cut(schema: &mut Value, prefix: &str) {
+    match schema {
+        Value::Object(o) => {
+            let refers = o
+                .get("$ref")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r.starts_with(prefix));
+            if refers {
+                o.clear();
+            } else {
+                o.values_mut().for_each(|v| cut(v, prefix));
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| cut(v, prefix)),
+        _ => {}
+    }
 }
 
 /// The schema a definition is checked against: with the pod template only
@@ -96,14 +104,9 @@ pub fn training_job(doc: &Document) -> &'static Schema {
 }
 
 impl Schema {
-    /// The schema in `text`, of which only the root is read now; `whole`
-    /// gives all of it, parsed when the error mapper or
-    /// [`Kube`](crate::model::schema::Kube) first needs it. `cut`: see
-    /// [`Quick::lazy`].
-    fn new(text: &'static str, cut: Option<&str>, whole: fn() -> &'static Value) -> Self {
-        let quick = Quick::lazy(text, cut).unwrap_or_else(|| Quick::new(whole().clone()));
+    /// The schema that `whole` gives, parsed on first use.
+    fn new(whole: fn() -> &'static Value) -> Self {
         Self {
-            quick,
             json: whole,
             validator: OnceLock::new(),
         }
@@ -124,21 +127,10 @@ impl Schema {
         })
     }
 
-    /// What the quick check knows of `value`, without compiling the
-    /// validator.
-    pub fn quick(&self, value: &Value) -> Verdict {
-        self.quick.verdict(value)
-    }
-
-    /// Whether the compiled validator finds `value` valid.
-    #[cfg(test)]
-    fn is_valid(&self, value: &Value) -> bool {
-        self.validator().is_valid(value)
-    }
-
     /// Every schema violation of `doc`, located in its source file.
     pub fn check(&self, doc: &Document) -> Vec<Diagnostic> {
-        if self.quick(&doc.value) == Verdict::Valid {
+        // Most documents are valid: told at the first error, not collecting them.
+        if self.validator().is_valid(&doc.value) {
             return Vec::new();
         }
         let errors: Vec<ValidationError> = self.validator().iter_errors(&doc.value).collect();
@@ -441,7 +433,6 @@ pub fn short(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
 
     /// The lean schema, its tail cut off unread, is the whole one parsed
     /// and then cut: its Kubernetes definitions gone, every object that refers to
@@ -475,281 +466,6 @@ mod tests {
         assert_eq!(*TRAINING_JOB_LEAN.json(), whole);
         let text = serde_json::to_string(TRAINING_JOB_LEAN.json()).expect("json");
         assert!(!text.contains("io.k8s."));
-    }
-
-    /// The quick check reads each embedded schema from its layout, one
-    /// definition at a time, and what it reads is the schema parsed whole:
-    /// no definition lost, split wrongly or left uncut.
-    #[test]
-    fn the_quick_check_reads_each_schema_as_parsed_whole() {
-        for (text, cut, whole) in [
-            (TRAINING_JOB_SCHEMA, None, parse(TRAINING_JOB_SCHEMA)),
-            (
-                TRAINING_JOB_SCHEMA,
-                Some(KUBERNETES),
-                lean(TRAINING_JOB_SCHEMA),
-            ),
-            (PROJECT_SCHEMA, None, parse(PROJECT_SCHEMA)),
-        ] {
-            let lazy = Quick::lazy(text, cut).expect("laid out as Quick::lazy reads it");
-            let defs = whole["$defs"].as_object().map_or(0, Map::len);
-            assert!(defs > 0);
-            assert_eq!(lazy.whole(), whole, "{cut:?}");
-        }
-        // Laid out otherwise, it says so rather than guess.
-        for text in [
-            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1,\n    \"x\": 2\n  }\n}\n",
-            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\\u0041\": 1\n  }\n}\n",
-            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1\n  }\n",
-            "{\n  \"a\": 1,\n  \"$defs\": {\n  \"x\": 1\n  }\n}\n",
-            // `$defs` not last: what follows is no definition.
-            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": {}\n  },\n  \"properties\": {\n    \"n\": {\"type\": \"integer\"}\n  }\n}\n",
-            // An entry not closed by a comma.
-            "{\n  \"a\": 1,\n  \"$defs\": {\n    \"x\": 1\n    \"y\": 2\n  }\n}\n",
-        ] {
-            assert!(Quick::lazy(text, None).is_none(), "{text}");
-        }
-        // A definition that is not JSON leaves what refers to it unsure.
-        let text = "{\n  \"$ref\": \"#/$defs/x\",\n  \"$defs\": {\n    \"x\": {]\n  }\n}\n";
-        let lazy = Quick::lazy(text, None).expect("laid out");
-        assert_eq!(lazy.verdict(&Value::Null), Verdict::Unsure);
-    }
-
-    /// Every document among the fixtures and examples, mutated at every
-    /// node in the ways definitions go wrong.
-    fn documents() -> Vec<Value> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut docs = Vec::new();
-        for dir in ["examples", "tests"] {
-            for entry in walkdir::WalkDir::new(root.join(dir)).sort_by_file_name() {
-                let Ok(entry) = entry else { continue };
-                let path = entry.path();
-                let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-                if !yaml {
-                    continue;
-                }
-                let name = path.display().to_string();
-                let Ok(file) = crate::load::read(path, name) else {
-                    continue;
-                };
-                for doc in crate::load::parse(&file).unwrap_or_default() {
-                    if !docs.contains(&doc.value) {
-                        docs.push(doc.value);
-                    }
-                }
-            }
-        }
-        docs
-    }
-
-    /// Values that break the keywords the schemas use: types, lengths,
-    /// patterns, ranges, enumerations, uniqueness.
-    fn replacements() -> Vec<Value> {
-        use serde_json::json;
-        vec![
-            json!(null),
-            json!(true),
-            json!(0),
-            json!(-1),
-            json!(1),
-            json!(2.5),
-            json!(3.0),
-            json!(1e12),
-            json!(u64::MAX),
-            json!(65536),
-            json!(""),
-            json!("a"),
-            json!("A b"),
-            json!("-x-"),
-            json!("x".repeat(300)),
-            json!("\u{e9}t\u{e9}"),
-            json!("a\rb"),
-            json!("1.2"),
-            json!("10.0.0.0/8"),
-            json!([]),
-            json!(["a", "a"]),
-            json!([1, 1.0]),
-            json!({}),
-            json!({"bogus": 1}),
-        ]
-    }
-
-    /// `doc` changed at one place each way: a node replaced, a key dropped
-    /// or added, a list's first item repeated.
-    fn mutations(doc: &Value) -> Vec<Value> {
-        fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
-            match v {
-                Value::Object(m) => {
-                    for (k, c) in m {
-                        pointers(
-                            c,
-                            format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-                            out,
-                        );
-                    }
-                }
-                Value::Array(a) => {
-                    for (i, c) in a.iter().enumerate() {
-                        pointers(c, format!("{at}/{i}"), out);
-                    }
-                }
-                _ => {}
-            }
-            out.push(at);
-        }
-        let mut at = Vec::new();
-        pointers(doc, String::new(), &mut at);
-        let mut out = Vec::new();
-        for p in &at {
-            let mut changed = |f: &dyn Fn(&mut Value)| {
-                let mut d = doc.clone();
-                if let Some(v) = d.pointer_mut(p) {
-                    f(v);
-                    out.push(d);
-                }
-            };
-            for r in replacements() {
-                if !p.is_empty() {
-                    changed(&|v| *v = r.clone());
-                }
-            }
-            match doc.pointer(p) {
-                Some(Value::Object(m)) => {
-                    for k in m.keys() {
-                        changed(&|v| {
-                            v.as_object_mut().map(|m| m.shift_remove(k));
-                        });
-                    }
-                    changed(&|v| {
-                        v.as_object_mut()
-                            .map(|m| m.insert("bogus".into(), Value::Null));
-                    });
-                }
-                Some(Value::Array(a)) if !a.is_empty() => changed(&|v| {
-                    if let Some(a) = v.as_array_mut() {
-                        a.push(a[0].clone());
-                    }
-                }),
-                _ => {}
-            }
-        }
-        out
-    }
-
-    /// The quick check is never wrong: what it calls valid the compiled
-    /// validator finds valid, what it calls invalid it finds invalid. And
-    /// it decides most documents, or it would save nothing.
-    #[test]
-    fn the_quick_check_agrees_with_the_compiled_validator() {
-        let docs = documents();
-        assert!(docs.len() > 50, "{} documents", docs.len());
-        let counts = crate::par::map(&docs, |doc| {
-            let mut seen = [0usize; 3];
-            let schemas: &[&Schema] = match doc["kind"].as_str() {
-                Some("Project") => &[&PROJECT],
-                _ => &[&TRAINING_JOB_LEAN, &TRAINING_JOB],
-            };
-            for m in std::iter::once(doc.clone()).chain(mutations(doc)) {
-                for schema in schemas {
-                    let quick = schema.quick(&m);
-                    let valid = schema.is_valid(&m);
-                    seen[quick as usize] += 1;
-                    assert!(
-                        quick == Verdict::Unsure || (quick == Verdict::Valid) == valid,
-                        "quick says {quick:?}, the validator {valid}, of {m:#}"
-                    );
-                }
-            }
-            seen
-        });
-        let seen = counts
-            .iter()
-            .fold([0; 3], |a, c| [a[0] + c[0], a[1] + c[1], a[2] + c[2]]);
-        let [valid, invalid, unsure] = seen;
-        assert!(
-            valid > 1000 && invalid > 10 * unsure,
-            "valid {valid}, invalid {invalid}, unsure {unsure}"
-        );
-    }
-
-    /// Each pattern of the schemas matches as `jsonschema` matches it, on
-    /// strings drawn from what names, images, paths and addresses are made
-    /// of (a fixed seed, so every run checks the same strings).
-    #[test]
-    fn the_quick_check_matches_patterns_as_the_validator_does() {
-        let mut all = TRAINING_JOB_LEAN.quick.patterns();
-        all.extend(PROJECT.quick.patterns());
-        all.sort_unstable();
-        all.dedup();
-        assert!(all.len() >= 10, "{all:?}");
-        const ALPHABET: &[u8] = b"aAzZ09-._/:~ @\t\\$^[]{}()*+?|,=%#!\"'";
-        let mut state: u64 = 0x853c_49e6_748f_ea9b;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let mut decided = [0usize; 2];
-        for p in &all {
-            let schema = serde_json::json!({ "pattern": p });
-            let quick = Quick::new(schema.clone());
-            let validator = jsonschema::draft202012::new(&schema).expect("pattern compiles");
-            for i in 0..2_000 {
-                // Every other string from the characters most patterns
-                // accept, so that as many match as do not.
-                let alphabet = if i % 2 == 0 { &ALPHABET[..9] } else { ALPHABET };
-                let len = (next() % 24) as usize;
-                let text: String = (0..len)
-                    .map(|_| char::from(alphabet[(next() % alphabet.len() as u64) as usize]))
-                    .collect();
-                let value = Value::String(text);
-                let verdict = quick.verdict(&value);
-                if verdict != Verdict::Unsure {
-                    decided[usize::from(verdict == Verdict::Valid)] += 1;
-                    assert_eq!(
-                        verdict == Verdict::Valid,
-                        validator.is_valid(&value),
-                        "{p} against {value}"
-                    );
-                }
-            }
-        }
-        let [invalid, valid] = decided;
-        assert!(
-            valid > all.len() * 100 && invalid > all.len() * 500,
-            "valid {valid}, invalid {invalid}"
-        );
-    }
-
-    /// Every example's definitions and project file are decided without
-    /// compiling: a keyword the quick check does not know, added to the
-    /// schema, would send every build to the compiler again.
-    #[test]
-    fn the_examples_are_decided_without_compiling() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-        let mut decided = 0;
-        for entry in walkdir::WalkDir::new(root) {
-            let entry = entry.expect("examples");
-            if entry.path().extension().is_none_or(|e| e != "yaml") {
-                continue;
-            }
-            let name = entry.path().display().to_string();
-            let file = crate::load::read(entry.path(), name.clone()).expect("example");
-            for doc in crate::load::parse(&file).expect("example") {
-                let schema = match doc.value["kind"].as_str() {
-                    Some("Project") => &*PROJECT,
-                    Some("TrainingJob") => training_job(&doc),
-                    _ => continue,
-                };
-                if std::ptr::eq(schema, &*TRAINING_JOB) {
-                    continue; // patches or an affinity: Kubernetes' schema
-                }
-                assert_eq!(schema.quick(&doc.value), Verdict::Valid, "{name}");
-                decided += 1;
-            }
-        }
-        assert!(decided >= 4, "{decided}");
     }
 
     #[test]
