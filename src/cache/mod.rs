@@ -263,7 +263,19 @@ impl Cache {
         let mark = snapshot::mark();
         let mut refreshed = false;
         for (dir, entries) in &mut record.outputs {
-            match snapshot::verify(dir, entries.as_deref(), mark) {
+            // A directory the walk does not enter (its name is none trainc
+            // gives) may hold YAML the root kustomization does not list,
+            // which the build warns about: only a build looks into it.
+            let mut skipped = Vec::new();
+            let verdict = snapshot::verify_listing(dir, entries.as_deref(), mark, &mut skipped);
+            let hidden = |d: &String| d.rsplit('/').next().unwrap_or(d).starts_with('.');
+            if let Some(d) = skipped.iter().find(|d| !hidden(d)) {
+                return Err(format!(
+                    "{} holds {d}, which only a build looks into",
+                    shown(req, dir)
+                ));
+            }
+            match verdict {
                 Verdict::Same => {}
                 Verdict::Refreshed(now, _) => {
                     *entries = now;
