@@ -44,7 +44,7 @@ const FORMAT: u32 = 11;
 const MAGIC: &[u8] = b"trainc build record\n";
 
 /// What a build leaves for the next, in one file: serde types in
-/// postcard, behind a SHA-256 checksum of them, so that a record cut
+/// postcard, followed by a SHA-256 checksum of them, so that a record cut
 /// short or changed by a byte is found damaged before it is decoded.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
@@ -64,15 +64,45 @@ struct Record {
 }
 
 impl Record {
-    fn encode(&self) -> Result<Vec<u8>, String> {
-        let body =
-            postcard::to_stdvec(self).map_err(|e| format!("cannot encode the record: {e}"))?;
-        let mut out = Vec::with_capacity(MAGIC.len() + 4 + 32 + body.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT.to_le_bytes());
-        out.extend_from_slice(&Sha256::digest(&body));
-        out.extend_from_slice(&body);
-        Ok(out)
+    /// Writes the record to `out` as it is encoded, hashed on the way:
+    /// at 5,000 jobs it is some 19 MB, which a build need not also hold
+    /// encoded.
+    fn write_to(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
+        /// Hashes what passes through it.
+        struct Hashing<W> {
+            out: W,
+            sha: Sha256,
+        }
+        impl<W: std::io::Write> std::io::Write for Hashing<W> {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let n = self.out.write(buf)?;
+                self.sha.update(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                self.out.flush()
+            }
+        }
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT.to_le_bytes())?;
+        let mut body = Hashing {
+            out: &mut out,
+            sha: Sha256::new(),
+        };
+        postcard::to_io(self, &mut body).map_err(std::io::Error::other)?;
+        let sum = body.sha.finalize();
+        out.write_all(&sum)?;
+        out.flush()
+    }
+
+    /// The record's bytes, as [`Record::write_to`] writes them.
+    #[cfg(test)]
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to memory fails only where encoding does, which a record
+        // of plain types never does.
+        let _ = self.write_to(&mut out);
+        out
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
@@ -93,7 +123,7 @@ impl Record {
         if u32::from_le_bytes(*format) != FORMAT {
             return Err(other.into());
         }
-        let (sum, body) = rest.split_first_chunk::<32>().ok_or(damaged)?;
+        let (body, sum) = rest.split_last_chunk::<32>().ok_or(damaged)?;
         if Sha256::digest(body).as_slice() != sum {
             return Err(damaged.into());
         }
@@ -541,12 +571,13 @@ impl Cache {
         // point anywhere.
         private_dir(&builds)?;
         tag(&self.dir);
-        let bytes = record.encode()?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".record-")
             .tempfile_in(&builds)
             .map_err(io)?;
-        tmp.write_all(&bytes).map_err(io)?;
+        record
+            .write_to(std::io::BufWriter::new(tmp.as_file_mut()))
+            .map_err(io)?;
         tmp.persist(&self.file).map_err(|e| io(e.error))?;
         sweep_now_and_then(&builds);
         Ok(())
