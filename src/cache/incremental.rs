@@ -17,23 +17,18 @@
 //! files are vouched for by the output directory's snapshot (`lstat`
 //! signatures, as the no-op path does).
 //!
-//! Most edits leave every job where it was (same names, images and build
-//! specs): such a build *patches* ([`Wanted::Patch`]). Each directory is
-//! checked against its snapshot by the walk a no-op build makes, and only
-//! the compiled jobs' files are planned; the unchanged files' records stay
-//! undecoded and are written back as they were read, and the rules across
-//! files read their documents in place. Its cost follows the jobs edited,
-//! not the size of the project. Any other change is *walked*
-//! ([`Wanted::Walk`]): the files shared by every job (the root
-//! `kustomization.yaml`, `docker-bake.hcl`) are rendered again from the
-//! records, every file is planned, and the rules across files (duplicate
-//! jobs, generated names two jobs share, the output budget, variants'
-//! `job:` names and images, the root kustomization's resources, the output
-//! limit) are checked over the records and the new summaries. A patch that
-//! finds a directory not as recorded is walked instead. Any finding, any
-//! doubt, and any file of an unchanged job that is not as recorded ends the
-//! attempt: the full build then runs, and reports or rewrites as it always
-//! does.
+//! Each output directory is then planned by one walk merged with its
+//! snapshot ([`plan()`]): the files of unchanged jobs are vouched for by
+//! their signatures and never read, the compiled jobs' files are compared,
+//! and the files every job shares (the root `kustomization.yaml`,
+//! `docker-bake.hcl`) are rendered again from the records. The rules
+//! across files (duplicate jobs, generated names two jobs share, the
+//! output budget, variants' `job:` names and images, the root
+//! kustomization's resources, the output limit) run over every file's
+//! records and the new summaries, through the functions a full build runs.
+//! Any finding, any doubt, and any file of an unchanged job that is not as
+//! recorded ends the attempt: the full build then runs, and reports or
+//! rewrites as it always does.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -112,8 +107,10 @@ pub struct State {
     /// (`None`: not there), before anything was written; the record is
     /// made from it and the plan, without another walk.
     pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
-    /// The key of the inputs, when it is known already.
-    pub(super) key: Option<String>,
+    /// Of an incremental build: nothing was compiled, the last build did
+    /// not warn, and every directory is as its snapshot says (no signature
+    /// hashed again): the record need not be written.
+    pub(super) unchanged: bool,
 }
 
 impl State {
@@ -139,7 +136,7 @@ impl State {
             sources: records(sets, compiled),
             hashes,
             walked: HashMap::new(),
-            key: None,
+            unchanged: false,
         }
     }
 }
@@ -245,27 +242,25 @@ pub struct Dest {
     pub set: usize,
     /// Build specs, not manifests.
     pub builds: bool,
-    want: Wanted,
+    /// Every file, in walk order ([`snapshot::walk_cmp`]) as the snapshot
+    /// is: one walk compares them all with the directory.
+    want: Vec<(String, Want)>,
     /// The snapshot the last build took of it.
     recorded: Option<Vec<Entry>>,
 }
 
-/// What a directory should hold, and how [`plan()`] finds out.
-#[derive(Debug)]
-enum Wanted {
-    /// Every file, in walk order ([`snapshot::walk_cmp`]) as the snapshot
-    /// is: one walk compares them all with the directory.
-    Walk(Vec<(String, Want)>),
-    /// Only the files of the jobs that changed, which left every job where
-    /// it was (see [`patched`]): the directory is checked against its
-    /// snapshot, the walk a no-op build makes, and only these files are
-    /// planned; every other file is as the last build left it.
-    Patch {
-        /// The files of the jobs compiled, with their bytes.
-        write: Vec<(String, Vec<u8>)>,
-        /// The files the same jobs made in the last build.
-        was: Vec<String>,
-    },
+#[cfg(test)]
+impl Dest {
+    /// A directory that should hold the files `known`, as `recorded` says.
+    pub(super) fn known(dir: &Path, known: Vec<String>, recorded: Option<Vec<Entry>>) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            set: 0,
+            builds: false,
+            want: known.into_iter().map(|rel| (rel, Want::Known)).collect(),
+            recorded,
+        }
+    }
 }
 
 /// An incremental build, compiled and ready to be planned.
@@ -288,10 +283,8 @@ pub struct Incremental {
     /// Each definition file compiled again or dropped, by its name, and
     /// why, in path order.
     pub dirty: Vec<(String, Dirty)>,
-    /// Whether its directories are patched ([`Wanted::Patch`]): planning
-    /// them fails when one is not as its snapshot says, and the build is
-    /// then tried again without patching ([`super::Cache::incremental`]).
-    pub patched: bool,
+    /// The last build printed warnings, which this one shows again.
+    pub warned: bool,
 }
 
 /// Why a definition file's result is not taken from the record, as
@@ -321,8 +314,8 @@ impl std::fmt::Display for Dirty {
 }
 
 impl Incremental {
-    /// Which definition files changed, for `build -v`; `None`: none did
-    /// (the output did, or the last build warned).
+    /// Why this build compiles what it does, for `build -v`: which
+    /// definition files changed; `None`: none did (the output may have).
     pub fn why(&self) -> Option<String> {
         let changed: Vec<&(String, Dirty)> = self
             .dirty
@@ -330,6 +323,9 @@ impl Incremental {
             .filter(|(_, d)| *d != Dirty::Warned)
             .collect();
         match changed.as_slice() {
+            [] if self.warned => {
+                Some("the last build had warnings, which every build shows".into())
+            }
             [] => None,
             [(name, dirty)] => Some(format!("{name} {dirty}")),
             many => Some(format!("{} definition files changed", many.len())),
@@ -344,22 +340,18 @@ fn shown(req: &super::Request, path: &Path) -> String {
 
 /// Compiles the definition files that changed since the build recorded in
 /// `files` and takes the others from it; or says why it cannot. `record`
-/// holds the last build's contexts and snapshots. `patch`: the output may
-/// be patched ([`patched`]) when the edit leaves every job where it was;
-/// false when the output is known to differ from its snapshot.
+/// holds the last build's contexts and snapshots.
 pub(super) fn compile(
     req: &super::Request,
     record: super::Record,
     files: Files,
     inputs: super::Inputs,
     sets: &[Set],
-    patch: bool,
 ) -> Result<Incremental, String> {
     let super::Inputs {
         sources,
         hashes,
         library,
-        key,
     } = inputs;
     let library = &library;
     let project = req.project;
@@ -375,8 +367,6 @@ pub(super) fn compile(
         .map(|r| (r.path.clone(), r))
         .collect();
     let mut kept: Vec<SourceRecord> = Vec::new();
-    // The records of the files compiled again.
-    let mut was: Vec<SourceRecord> = Vec::new();
     let mut compile: Sources = Vec::new();
     let mut reasons: Vec<(&Path, String, Dirty)> = Vec::new();
     for ((path, file), hash) in sources.iter().zip(&hashes) {
@@ -385,52 +375,36 @@ pub(super) fn compile(
                 kept.push(r);
                 continue;
             }
-            Some(r) => {
-                let dirty = if r.hash == *hash {
-                    Dirty::Warned
-                } else {
-                    Dirty::Changed
-                };
-                was.push(r);
-                dirty
-            }
+            Some(r) if r.hash == *hash => Dirty::Warned,
+            Some(_) => Dirty::Changed,
             None => Dirty::New,
         };
         reasons.push((path, file.shown.clone(), dirty));
         compile.push((path.clone(), file.clone()));
     }
-    let added = reasons.iter().any(|(_, _, d)| *d == Dirty::New);
     let removed: Vec<&PathBuf> = old.keys().collect();
     for path in &removed {
         reasons.push((path, shown(req, path), Dirty::Removed));
     }
     reasons.sort_by(|a, b| a.0.cmp(b.0));
-    let dirty = reasons.into_iter().map(|(_, name, d)| (name, d)).collect();
+    let dirty: Vec<_> = reasons.into_iter().map(|(_, name, d)| (name, d)).collect();
     let mut compiled = pipeline::desired_some(project, library, compile, sets)
         .map_err(|_| "a definition that changed has findings; the build will report them")?;
     let fresh = records(sets, &compiled)
         .ok_or("a warning is about no definition file; only a full build shows it again")?;
     let parts = compiled.parts.len();
-    if kept.iter().chain(&was).any(|r| r.parts.len() != parts) {
+    if kept.iter().any(|r| r.parts.len() != parts) {
         return Err("the record is of other sets".into());
     }
     let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
-    let same_places = patch
-        && !added
-        && removed.is_empty()
-        && fresh.len() == was.len()
-        && fresh.iter().zip(&was).all(|(f, w)| same_jobs(f, w));
     let Wants {
         all,
         dests,
         extras,
         bytes,
         jobs,
-    } = if same_places {
-        patched(req, sets, &mut compiled, record.outputs, kept, fresh, &was)?
-    } else {
-        walked(req, sets, &mut compiled, record.outputs, kept, fresh)?
-    };
+    } = wants(req, sets, &mut compiled, record.outputs, kept, fresh)?;
+    let unchanged = dirty.is_empty() && !record.warned;
     let mut contexts: Vec<_> = record.contexts;
     contexts.append(&mut compiled.read.contexts);
     contexts.sort();
@@ -448,33 +422,14 @@ pub(super) fn compile(
             sources: Some(all),
             hashes: HashMap::new(),
             walked: HashMap::new(),
-            key: Some(key),
+            unchanged,
         },
         compiled: compiled_jobs,
         jobs,
         bytes,
         dirty,
-        patched: same_places,
+        warned: record.warned,
     })
-}
-
-/// Whether a file compiled again made the same jobs, with the same images
-/// and build specs, for every set as it did before: then only those jobs'
-/// files can change, and the root kustomization and the bake file cannot.
-fn same_jobs(fresh: &SourceRecord, was: &SourceRecord) -> bool {
-    fresh.path == was.path
-        && fresh.parts.len() == was.parts.len()
-        && fresh.parts.iter().zip(&was.parts).all(|(f, w)| {
-            f.jobs.len() == w.jobs.len()
-                && f.jobs.iter().zip(&w.jobs).all(|(a, b)| {
-                    a.namespace == b.namespace && a.name == b.name && a.images == b.images
-                })
-                && f.builds.len() == w.builds.len()
-                && f.builds.iter().zip(&w.builds).all(|(a, b)| {
-                    (&a.target, &a.source, &a.context, &a.path, &a.image)
-                        == (&b.target, &b.source, &b.context, &b.path, &b.image)
-                })
-        })
 }
 
 /// What a build's directories should hold.
@@ -526,119 +481,10 @@ fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> O
         .and_then(|(_, e)| e.take())
 }
 
-/// An edit that leaves every job where it was (see [`same_jobs`]): each
-/// directory is to hold what it holds, but the files of the jobs compiled.
-/// Nothing per file of the other jobs is compared or planned: [`plan()`]
-/// checks each directory against its snapshot before it trusts it.
-fn patched(
-    req: &super::Request,
-    sets: &[Set],
-    compiled: &mut Compiled,
-    mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
-    kept: Vec<SourceRecord>,
-    fresh: Vec<SourceRecord>,
-    was: &[SourceRecord],
-) -> Result<Wants, String> {
-    let project = req.project;
-    let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
-    let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
-    all.sort_by(|a, b| a.path.cmp(&b.path));
-    let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
-    across_files(req, sets, compiled, &all)?;
-    let fresh: Vec<&SourceRecord> = all
-        .iter()
-        .filter(|r| dirty_paths.contains(&r.path))
-        .collect();
-    let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
-    let mut dests = Vec::new();
-    let mut extras = Vec::new();
-    let mut bytes = 0u64;
-    for (i, set) in sets.iter().enumerate() {
-        let k = part_of(compiled, i)?;
-        let output = &mut compiled.outputs[i];
-        let mut write = Vec::new();
-        for j in fresh.iter().flat_map(|r| &r.parts[k].jobs) {
-            for rel in &j.files {
-                let b = output
-                    .manifests
-                    .remove(rel)
-                    .ok_or("internal: a file went missing")?;
-                bytes += b.len() as u64;
-                write.push((rel.clone(), b));
-            }
-        }
-        if !output.manifests.is_empty() {
-            return Err("internal: a file of no job".into());
-        }
-        let was_files = was
-            .iter()
-            .flat_map(|r| &r.parts[k].jobs)
-            .flat_map(|j| j.files.iter().cloned())
-            .collect();
-        let namespaces = all
-            .iter()
-            .flat_map(|r| &r.parts[k].docs)
-            .map(|d| d.namespace.as_str())
-            .collect();
-        extras.push(extra_of(project, set, &namespaces)?);
-        dests.push(Dest {
-            dir: set.output.to_path_buf(),
-            set: i,
-            builds: false,
-            want: Wanted::Patch {
-                write,
-                was: was_files,
-            },
-            recorded: recorded(set.output),
-        });
-        let Some(dir) = set.build_output else {
-            continue;
-        };
-        let mut write = Vec::new();
-        for b in fresh.iter().flat_map(|r| &r.parts[k].builds) {
-            let d = output
-                .builds
-                .remove(&b.path)
-                .ok_or("internal: a Dockerfile went missing")?;
-            bytes += d.len() as u64;
-            write.push((b.path.clone(), d));
-        }
-        if !output.builds.is_empty() {
-            return Err("internal: a Dockerfile of no job".into());
-        }
-        let was_files: Vec<String> = was
-            .iter()
-            .flat_map(|r| &r.parts[k].builds)
-            .map(|b| b.path.clone())
-            .collect();
-        // A directory the last build left is checked even when the edited
-        // jobs write nothing there: its files may have gone since.
-        let rec = recorded(dir);
-        if !write.is_empty() || rec.is_some() || dir.is_dir() {
-            dests.push(Dest {
-                dir: dir.to_path_buf(),
-                set: i,
-                builds: true,
-                want: Wanted::Patch {
-                    write,
-                    was: was_files,
-                },
-                recorded: rec,
-            });
-        }
-    }
-    Ok(Wants {
-        all,
-        dests,
-        extras,
-        bytes,
-        jobs,
-    })
-}
-
-/// Any other build: every file of every directory is planned, those of
-/// the unchanged jobs from their records.
-fn walked(
+/// What every directory should hold: every file of every job, those of the
+/// unchanged jobs known from their records, and the files every job shares
+/// rendered from them.
+fn wants(
     req: &super::Request,
     sets: &[Set],
     compiled: &mut Compiled,
@@ -704,7 +550,7 @@ fn walked(
             dir: set.output.to_path_buf(),
             set: i,
             builds: false,
-            want: Wanted::Walk(in_walk_order(want)?),
+            want: in_walk_order(want)?,
             recorded: recorded(set.output),
         });
         let Some(dir) = set.build_output else {
@@ -750,7 +596,7 @@ fn walked(
                 dir: dir.to_path_buf(),
                 set: i,
                 builds: true,
-                want: Wanted::Walk(in_walk_order(want)?),
+                want: in_walk_order(want)?,
                 recorded: recorded(dir),
             });
         }
@@ -892,13 +738,10 @@ pub fn plan(
     state: &mut State,
 ) -> Result<Planned, String> {
     let root = dest.dir;
-    let want = match dest.want {
-        Wanted::Walk(want) => want,
-        Wanted::Patch { write, was } => {
-            return patch(root, dest.recorded, write, &was, shown, unlisted, state);
-        }
-    };
+    let want = dest.want;
+    let had = dest.recorded.is_some();
     let recorded = dest.recorded.unwrap_or_default();
+    let count = recorded.len();
     let p = Planner {
         root: &root,
         shown,
@@ -910,6 +753,7 @@ pub fn plan(
         unlisted,
         found: Vec::new(),
         known: 0,
+        matched: 0,
         failed: None,
     };
     // Both callbacks add to what the walk found, in walk order.
@@ -961,8 +805,10 @@ pub fn plan(
         entries,
         found,
         known,
+        matched,
         ..
     } = p;
+    state.unchanged &= present == had && matched == count && entries.len() == count;
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     state
         .walked
@@ -972,142 +818,6 @@ pub fn plan(
             root,
             changes,
             kept: 0,
-            fresh: false,
-        },
-        unlisted: found,
-        known,
-    })
-}
-
-/// The plan of a directory of [`Wanted::Patch`]: the directory must be as
-/// its snapshot says (else the full build runs), and then only the files
-/// of the jobs compiled are compared, read or pruned. The files trainc
-/// wrote are those whose snapshot has their whole hash; they count as
-/// kept, but for the compiled jobs' own.
-fn patch(
-    root: PathBuf,
-    recorded: Option<Vec<Entry>>,
-    mut write: Vec<(String, Vec<u8>)>,
-    was: &[String],
-    shown: &str,
-    unlisted: Option<&[String]>,
-    state: &mut State,
-) -> Result<Planned, String> {
-    let mark = snapshot::mark();
-    let mut skipped = Vec::new();
-    let entries = match snapshot::verify_listing(&root, recorded.as_deref(), mark, &mut skipped) {
-        snapshot::Verdict::Same => recorded,
-        snapshot::Verdict::Refreshed(now, _) => now,
-        snapshot::Verdict::Differs(why) => {
-            return Err(format!("{shown} changed since the last build: {why}"));
-        }
-    };
-    let present = entries.is_some();
-    let entries = entries.unwrap_or_default();
-    let find = |rel: &str| {
-        entries
-            .binary_search_by(|e| snapshot::walk_cmp(&e.path, rel))
-            .ok()
-            .map(|i| &entries[i])
-    };
-    let owned = snapshot::owned;
-    // trainc's own files counted (they are kept, but for the compiled
-    // jobs'), the others put to the unlisted-files check, and the
-    // directories the walk does not enter looked into where the walk met
-    // them.
-    let mut kept = 0usize;
-    let mut known = 0u64;
-    let mut foreign = Vec::new();
-    for e in &entries {
-        match owned(e) {
-            Some(f) => {
-                kept += 1;
-                known = known.saturating_add(f.sig.size);
-            }
-            None if e.kind != Kind::Dir => foreign.push(e),
-            None => {}
-        }
-    }
-    let mut found = Vec::new();
-    if let Some(list) = unlisted {
-        let mut skipped = skipped
-            .into_iter()
-            .filter(|d| !d.rsplit('/').next().unwrap_or(d).starts_with('.'))
-            .peekable();
-        let below = |dir: &str, found: &mut Vec<String>| {
-            crate::resources::unlisted_below(&root, &root.join(dir), list, None, found);
-        };
-        for e in foreign {
-            while let Some(d) = skipped.next_if(|d| snapshot::walk_cmp(d, &e.path).is_lt()) {
-                below(&d, &mut found);
-            }
-            if crate::resources::unlisted_entry(
-                &e.path,
-                &root.join(&e.path),
-                e.kind == Kind::Symlink,
-                list,
-                || false,
-            ) {
-                found.push(e.path.clone());
-            }
-        }
-        for d in skipped {
-            below(&d, &mut found);
-        }
-    }
-    let was: HashSet<&str> = was.iter().map(String::as_str).collect();
-    for f in was.iter().filter_map(|rel| find(rel)).filter_map(owned) {
-        kept -= 1;
-        known -= f.sig.size;
-    }
-    write.sort_by(|a, b| a.0.cmp(&b.0));
-    let written: HashSet<String> = write.iter().map(|(rel, _)| rel.clone()).collect();
-    let mut changes = Vec::new();
-    let mut checked = plan::Checked::new();
-    for (rel, new) in write {
-        let now = find(&rel).and_then(owned).map(|f| f.hash.as_str());
-        if now.is_some() && !was.contains(rel.as_str()) {
-            return Err("internal: a file of a job that changed is another's".into());
-        }
-        if now == Some(snapshot::content_hash(&new).as_str()) {
-            kept += 1;
-            continue;
-        }
-        let change = plan::plan_file(&root, shown, rel, new, &mut checked)
-            .map_err(|d| format!("{}; the build will report it", d.message))?;
-        changes.push(change);
-    }
-    let mut gone: Vec<&str> = was
-        .iter()
-        .copied()
-        .filter(|rel| !written.contains(*rel))
-        .collect();
-    gone.sort_unstable();
-    for rel in gone {
-        if find(rel).is_none_or(|e| e.kind != Kind::File) {
-            continue;
-        }
-        let path = root.join(rel);
-        match plan::read_owned(&path, rel) {
-            Ok(Found::Owned(old)) => changes.push(Change {
-                path: rel.to_owned(),
-                op: Op::Delete,
-                old: Some(old),
-                new: Vec::new(),
-            }),
-            Ok(_) => {}
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        }
-    }
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    state
-        .walked
-        .insert(root.clone(), present.then_some(entries));
-    Ok(Planned {
-        plan: Plan {
-            root,
-            changes,
-            kept,
             fresh: false,
         },
         unlisted: found,
@@ -1129,6 +839,9 @@ struct Planner<'a> {
     unlisted: Option<&'a [String]>,
     found: Vec<String>,
     known: u64,
+    /// How many entries the walk met as recorded: kind, and for a file the
+    /// signature (not racy) and hash.
+    matched: usize,
     failed: Option<String>,
 }
 
@@ -1174,9 +887,9 @@ impl Planner<'_> {
     fn entry(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> Result<(), String> {
         self.absent_until(Some(rel))?;
         // The recorded entry's path is this entry's: no copy of it.
-        let (path, recorded) = match self.recorded(rel) {
-            Some(e) => (e.path, e.file),
-            None => (rel.to_owned(), None),
+        let (path, was, recorded) = match self.recorded(rel) {
+            Some(e) => (e.path, Some(e.kind), e.file),
+            None => (rel.to_owned(), None, None),
         };
         let wanted = self.want.next_if(|(p, _)| p == rel);
         let (Kind::File, Some(sig)) = (kind, sig) else {
@@ -1203,6 +916,9 @@ impl Planner<'_> {
                 )
             {
                 self.found.push(rel.to_owned());
+            }
+            if was == Some(kind) && recorded.is_none() {
+                self.matched += 1;
             }
             self.entries.push(Entry {
                 path,
@@ -1315,6 +1031,9 @@ impl Planner<'_> {
             })
         {
             self.found.push(rel.to_owned());
+        }
+        if was == Some(Kind::File) && vouched == Some(hash.as_str()) {
+            self.matched += 1;
         }
         self.entries.push(Entry {
             path,

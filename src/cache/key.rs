@@ -1,10 +1,13 @@
-//! The key of a build: everything a build's output is a function of, hashed.
+//! The keys of a build: everything a build's output is a function of,
+//! hashed. The definition files are hashed one by one ([`source_hash`]); the
+//! rest is one global key ([`Request::global_key`]).
 //!
 //! Inputs are hashed by content, never by mtime: a `git checkout` that
 //! rewrites a definition with the same bytes keeps the key, and an edit
 //! within the same clock tick as the last build still changes it. A build
-//! records the key of the very bytes it compiled ([`crate::pipeline::Read`]);
-//! a later build reads the inputs afresh, the same way, and compares.
+//! records the hashes of the very bytes it compiled
+//! ([`crate::pipeline::Read`]); a later build reads the inputs afresh, the
+//! same way, and compares.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use crate::load::project::Project;
-use crate::pipeline::{self, Sources};
+use crate::pipeline;
 
 /// What one invocation builds: the same request finds the same record.
 #[derive(Debug, Clone)]
@@ -54,31 +57,6 @@ impl Request<'_> {
         }
         for p in self.paths {
             h.path(p);
-        }
-        Some(h.finish())
-    }
-
-    /// The key of a build that read `sources` and a library with digest
-    /// `library`: its [`Request::global_key`] and every definition file's
-    /// path and [`source_hash`].
-    pub fn key(&self, sources: &Sources, library: &str) -> Option<String> {
-        let hashes: Vec<String> = sources.iter().map(|(_, f)| source_hash(&f.text)).collect();
-        self.key_hashed(sources, &hashes, library)
-    }
-
-    /// [`Request::key`], with each file's [`source_hash`] in `hashes`.
-    pub fn key_hashed(
-        &self,
-        sources: &Sources,
-        hashes: &[String],
-        library: &str,
-    ) -> Option<String> {
-        let mut h = Hasher::new("key");
-        h.field(self.global_key(library)?.as_bytes());
-        h.field(&sources.len().to_le_bytes());
-        for ((path, _), hash) in sources.iter().zip(hashes) {
-            h.path(path);
-            h.field(hash.as_bytes());
         }
         Some(h.finish())
     }

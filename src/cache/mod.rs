@@ -1,15 +1,17 @@
-//! The build cache: lets `build` and `build --check` answer "up to date"
-//! without compiling.
+//! The build cache: lets `build`, `build --check` and `diff` compile only
+//! the definition files that changed since the last build, and nothing when
+//! none did.
 //!
-//! After a build, trainc records (outside the output directories) the key of
-//! the inputs it compiled ([`key`]), the prints of the build contexts it
-//! hashed ([`crate::image::ContextPrint`]) and a snapshot of every output
+//! After a build, trainc records (outside the output directories) what each
+//! definition file made ([`incremental`]), the key of everything else the
+//! output depends on ([`key`]), the prints of the build contexts it hashed
+//! ([`crate::image::ContextPrint`]) and a snapshot of every output
 //! directory ([`snapshot`]). The next build hashes its inputs again, which
-//! costs a read of the definitions and no parsing; when the key matches and
-//! every context and output directory still match, the output is what a
-//! full build would produce, and nothing is compiled. Anything else, or any doubt,
-//! takes the full path, which never reads the cache: the cache can make a
-//! build faster, never different.
+//! costs a read of the definitions and no parsing, compiles the files whose
+//! bytes changed and plans every directory against its snapshot. A no-op is
+//! that build with nothing to compile. Any doubt takes the full path, which
+//! never reads the cache: the cache can make a build faster, never
+//! different.
 //!
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
@@ -28,7 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub use incremental::{Incremental, State};
 pub use key::Request;
 use sha2::{Digest as _, Sha256};
-use snapshot::{Entry, Verdict};
+use snapshot::Entry;
 
 use crate::guard::real;
 use crate::image::ContextPrint;
@@ -36,9 +38,10 @@ use crate::pipeline::Read;
 use crate::plan::{Change, Op, Plan};
 
 /// Bumped whenever the record changes shape or meaning: a record of
-/// another format is not read. 11 is postcard; 6 to 10 were a hand-written
-/// encoding in pieces, 5 and before JSON.
-const FORMAT: u32 = 11;
+/// another format is not read. 11 and 12 are postcard (12 without the key
+/// of the whole build); 6 to 10 were a hand-written encoding in pieces, 5
+/// and before JSON.
+const FORMAT: u32 = 12;
 
 /// What a record file starts with, before its format and checksum.
 const MAGIC: &[u8] = b"trainc build record\n";
@@ -48,13 +51,9 @@ const MAGIC: &[u8] = b"trainc build record\n";
 /// short or changed by a byte is found damaged before it is decoded.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
-    key: String,
-    /// The build printed warnings: the output is never vouched for without
-    /// compiling, so that every build shows them, as without the cache.
+    /// The build printed warnings: the next build shows them again.
     warned: bool,
     contexts: Vec<ContextPrint>,
-    /// The directories the status line names, with their file counts.
-    dests: Vec<(PathBuf, usize)>,
     /// Every directory the build may write, as it was left; `None` when it
     /// does not exist.
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
@@ -131,16 +130,6 @@ impl Record {
     }
 }
 
-/// What the cache says of a build (see [`Cache::lookup`]).
-#[derive(Debug)]
-pub enum Lookup {
-    /// The output is current: each directory the status line names, with
-    /// its file count.
-    Fresh(Vec<(PathBuf, usize)>),
-    /// Compiled incrementally, with why the output is not current.
-    Incremental(Box<Incremental>, String),
-}
-
 /// The definition files and the library as a build reads them (with the
 /// same size and encoding checks), each read once.
 fn inputs(req: &Request) -> Result<Inputs, String> {
@@ -166,26 +155,20 @@ fn inputs(req: &Request) -> Result<Inputs, String> {
         .collect::<Option<_>>()
         .ok_or(cannot)?;
     let library = project.library().map_err(|_| cannot)?;
-    let key = req
-        .key_hashed(&sources, &hashes, library.digest())
-        .ok_or("the trainc executable cannot be inspected")?;
     Ok(Inputs {
         sources,
         hashes,
         library,
-        key,
     })
 }
 
 /// The definition files and the library as a build reads them (with the
-/// same size and encoding checks), each read and hashed once, and the key
-/// of a build of them.
+/// same size and encoding checks), each read and hashed once.
 pub(super) struct Inputs {
     pub sources: crate::pipeline::Sources,
     /// Each file's [`key::source_hash`].
     pub hashes: Vec<String>,
     pub library: crate::library::Library,
-    pub key: String,
 }
 
 /// Whether `record` is of the directories `req` writes, and its build
@@ -240,108 +223,23 @@ impl Cache {
         })
     }
 
-    /// What the cache says of a build of `sets`: that the output is
-    /// current (each directory the status line names, with its file count),
-    /// or an incremental build with why the output is not current; or why
-    /// the full build must run, for `build --verbose`. Reads the record and
-    /// the inputs once for both. May refresh the record (see
-    /// [`snapshot::Verdict::Refreshed`]); never touches the output.
-    pub fn lookup(&self, req: &Request, sets: &[crate::pipeline::Set]) -> Result<Lookup, String> {
-        let mut record = self.load()?;
-        let inputs = inputs(req)?;
-        let why = if record.key == inputs.key {
-            match self.current(req, &mut record) {
-                Ok(()) if !record.warned => {
-                    let dests = std::mem::take(&mut record.dests);
-                    left_to_exit(record);
-                    return Ok(Lookup::Fresh(dests));
-                }
-                // The files with warnings are compiled again (see
-                // [`incremental`]), so that the warnings are shown again.
-                Ok(()) => "the last build had warnings, which every build shows".to_owned(),
-                Err(why) => why,
-            }
-        } else {
-            "the definitions, project, library or trainc changed".to_owned()
-        };
-        // The output differs from its snapshot only when the key matched
-        // (and, for a build that warned, `current` may have refreshed the
-        // snapshot: walked, as when it differs).
-        let patch = record.key != inputs.key;
-        let inc = self.compile(req, record, inputs, sets, patch)?;
-        Ok(Lookup::Incremental(Box::new(inc), why))
-    }
-
-    /// An incremental build of `sets` (see [`incremental`]): the definition
-    /// files that changed since the recorded build compiled, the others'
-    /// output taken from the record; or why the full build must run. Never
-    /// touches the output. `patch`: see [`incremental::compile`].
+    /// A build of `sets` from the record (see [`incremental`]): the
+    /// definition files that changed since the recorded build compiled,
+    /// the others' output taken from the record, every directory planned
+    /// against its snapshot; or why the full build must run. With nothing
+    /// changed, nothing is compiled: the no-op. Never touches the output.
     pub fn incremental(
         &self,
         req: &Request,
         sets: &[crate::pipeline::Set],
-        patch: bool,
     ) -> Result<Incremental, String> {
-        let record = self.load()?;
-        self.compile(req, record, inputs(req)?, sets, patch)
-    }
-
-    /// Whether the output is as `record` says, the record's key being
-    /// current; refreshes the record's snapshots when they needed hashing.
-    fn current(&self, req: &Request, record: &mut Record) -> Result<(), String> {
-        same_places(req, record)?;
-        let mark = snapshot::mark();
-        let mut refreshed = false;
-        for (dir, entries) in &mut record.outputs {
-            // A directory the walk does not enter (its name is none trainc
-            // gives) may hold YAML the root kustomization does not list,
-            // which the build warns about: only a build looks into it.
-            let mut skipped = Vec::new();
-            let verdict = snapshot::verify_listing(dir, entries.as_deref(), mark, &mut skipped);
-            let hidden = |d: &String| d.rsplit('/').next().unwrap_or(d).starts_with('.');
-            if let Some(d) = skipped.iter().find(|d| !hidden(d)) {
-                return Err(format!(
-                    "{} holds {d}, which only a build looks into",
-                    shown(req, dir)
-                ));
-            }
-            match verdict {
-                Verdict::Same => {}
-                Verdict::Refreshed(now, _) => {
-                    *entries = now;
-                    refreshed = true;
-                }
-                Verdict::Differs(why) => {
-                    return Err(format!(
-                        "{} changed since the last build: {why}",
-                        shown(req, dir)
-                    ));
-                }
-            }
-        }
-        // Best effort: the answer stands without it.
-        if refreshed {
-            let _ = self.write(record);
-        } else {
-            keep_alive(&self.file);
-        }
-        Ok(())
-    }
-
-    fn compile(
-        &self,
-        req: &Request,
-        mut record: Record,
-        inputs: Inputs,
-        sets: &[crate::pipeline::Set],
-        patch: bool,
-    ) -> Result<Incremental, String> {
+        let mut record = self.load()?;
         let files = record
             .files
             .take()
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, inputs, sets, patch)
+        incremental::compile(req, record, files, inputs(req)?, sets)
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of
@@ -355,12 +253,11 @@ impl Cache {
         plans: &[&Plan],
         warned: bool,
     ) -> Result<(), String> {
-        let key = match state.key.take() {
-            Some(key) => key,
-            None => req
-                .key(&read.sources, &read.library)
-                .ok_or("the trainc executable cannot be inspected")?,
-        };
+        // Nothing changed: the record stands as it is.
+        if state.unchanged && !warned && plans.iter().all(|p| p.is_noop()) {
+            keep_alive(&self.file);
+            return Ok(());
+        }
         // The record would change the context, and with it every tag.
         if let Some(c) = read.contexts.iter().find(|c| c.reaches(&self.dir)) {
             return Err(format!(
@@ -409,12 +306,9 @@ impl Cache {
                 };
                 outputs.push((dir, entries));
             }
-            let dests = plans.iter().map(|p| (p.root.clone(), p.files())).collect();
             let record = Record {
-                key,
                 warned,
                 contexts: read.contexts.clone(),
-                dests,
                 outputs,
                 files: Self::files(req, read, state),
             };
@@ -500,13 +394,8 @@ impl Cache {
             outputs.push((dir, entries));
         }
         let record = Record {
-            key,
             warned,
             contexts: read.contexts.clone(),
-            dests: written
-                .iter()
-                .map(|(d, f)| (d.to_path_buf(), f.len()))
-                .collect(),
             outputs,
             files: Self::files(req, read, state),
         };

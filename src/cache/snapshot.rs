@@ -331,196 +331,6 @@ fn written(
     })
 }
 
-/// How a directory compares with its snapshot.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Same entries, same bytes.
-    Same,
-    /// Same entries and bytes, but signatures that needed hashing: the
-    /// snapshot to record instead, so the next check is fast, and the
-    /// indexes of the entries that changed, in order.
-    Refreshed(Option<Vec<Entry>>, Vec<usize>),
-    /// The first difference found, for `build --verbose`.
-    Differs(String),
-}
-
-/// Compares `root` with `recorded`, hashing only the files whose signature
-/// moved or was racy.
-pub fn verify(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> Verdict {
-    verify_listing(root, recorded, mark, &mut Vec::new())
-}
-
-/// [`verify`], adding to `skipped` the directories the walk does not enter
-/// (in walk order), for the unlisted-files check, which looks into them.
-pub fn verify_listing(
-    root: &Path,
-    recorded: Option<&[Entry]>,
-    mark: i128,
-    skipped: &mut Vec<String>,
-) -> Verdict {
-    let expected = recorded.unwrap_or_default();
-    let mut check = Check::new(root, expected, 0);
-    let present = walk_with(root, &mut check, check_dir);
-    let Check {
-        next, moved, why, ..
-    } = check;
-    skipped.extend(check.skipped);
-    match present {
-        Ok(present) if present != recorded.is_some() => {
-            Verdict::Differs(if present { "it appeared" } else { "it is gone" }.to_owned())
-        }
-        Ok(present) => match expected.get(next) {
-            Some(gone) => Verdict::Differs(format!("{} is gone", gone.path)),
-            None if moved.is_empty() => Verdict::Same,
-            None => {
-                let mut fresh = expected.to_vec();
-                for &(i, sig) in &moved {
-                    if let Some(state) = fresh.get_mut(i).and_then(|e| e.file.as_mut()) {
-                        state.sig = sig;
-                        state.racy = sig.racy(mark);
-                    }
-                }
-                let moved = moved.into_iter().map(|(i, _)| i).collect();
-                Verdict::Refreshed(present.then_some(fresh), moved)
-            }
-        },
-        Err(e) if why.is_empty() => Verdict::Differs(e.to_string()),
-        Err(_) => Verdict::Differs(why),
-    }
-}
-
-/// A walk compared with a snapshot's entries, from entry `next` on.
-struct Check<'a> {
-    root: &'a Path,
-    expected: &'a [Entry],
-    next: usize,
-    /// The files whose bytes are as recorded under a new signature, or a
-    /// racy one: their index and signature now.
-    moved: Vec<(usize, Sig)>,
-    /// The first difference, once the walk stopped at it.
-    why: String,
-    skipped: Vec<String>,
-}
-
-impl<'a> Check<'a> {
-    fn new(root: &'a Path, expected: &'a [Entry], next: usize) -> Self {
-        Self {
-            root,
-            expected,
-            next,
-            moved: Vec::new(),
-            why: String::new(),
-            skipped: Vec::new(),
-        }
-    }
-}
-
-impl Visitor for Check<'_> {
-    fn each(&mut self, path: &str, kind: Kind, sig: Option<Sig>) -> io::Result<bool> {
-        let i = self.next;
-        let Some(want) = self.expected.get(i) else {
-            self.why = format!("{path} is new");
-            return Ok(false);
-        };
-        self.next += 1;
-        if want.path != path || want.kind != kind {
-            self.why = if want.path == path {
-                format!("{path} changed type")
-            } else if fs::symlink_metadata(self.root.join(&want.path)).is_err() {
-                format!("{} is gone", want.path)
-            } else {
-                format!("{path} is new")
-            };
-            return Ok(false);
-        }
-        if let (Some(state), Some(sig)) = (&want.file, sig)
-            && (state.racy || sig != state.sig)
-        {
-            // Equal bytes under a new signature (a `touch`, a checkout)
-            // are still current.
-            if file_hash(path, &self.root.join(path))?.0 != state.hash {
-                self.why = format!("{path} was edited");
-                return Ok(false);
-            }
-            self.moved.push((i, sig));
-        }
-        Ok(true)
-    }
-
-    fn skipped(&mut self, rel: &str) -> io::Result<()> {
-        self.skipped.push(rel.to_owned());
-        Ok(())
-    }
-}
-
-/// Directories with at least this many entries are compared on every
-/// core, a share of their entries each: an output directory holds one
-/// directory per job, and comparing 19,000 entries one `fstatat` at a time
-/// was half of a no-op build.
-const FAN_OUT: usize = 64;
-
-/// [`walk_dir`] for a [`Check`]: a large directory's entries, each with
-/// what it holds, are compared in parallel, each against its share of the
-/// snapshot, and the results joined in walk order, so that the verdict and
-/// the refreshed entries are the walk's (and, but for a record out of walk
-/// order, the first difference named).
-fn check_dir(fd: &OwnedFd, rel: &mut String, check: &mut Check) -> io::Result<bool> {
-    let l = list(fd)?;
-    if l.found.len() < FAN_OUT {
-        for i in 0..l.found.len() {
-            if !visit(fd, &l, i, rel, check, check_dir)? {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    }
-    let rest = &check.expected[check.next.min(check.expected.len())..];
-    let base = check.expected.len() - rest.len();
-    // Where each entry's share starts: at its own path. The last ends
-    // where the directory's entries do.
-    let mut starts = Vec::with_capacity(l.found.len() + 1);
-    let mut path = rel.clone();
-    for &(start, n, ..) in &l.found {
-        path.truncate(rel.len());
-        path.push_str(&String::from_utf8_lossy(&l.names[start..start + n]));
-        starts.push(base + rest.partition_point(|e| walk_cmp(&e.path, &path).is_lt()));
-    }
-    starts.push(base + rest.partition_point(|e| e.path.starts_with(rel.as_str())));
-    starts[0] = check.next;
-    // Shares in order, whatever a damaged record says.
-    for i in 1..starts.len() {
-        starts[i] = starts[i].max(starts[i - 1]).min(check.expected.len());
-    }
-    let (root, expected) = (check.root, check.expected);
-    let items: Vec<usize> = (0..l.found.len()).collect();
-    let results = crate::par::map(&items, |&i| {
-        let mut share = Check::new(root, &expected[..starts[i + 1]], starts[i]);
-        let mut rel = rel.clone();
-        let done = visit(fd, &l, i, &mut rel, &mut share, walk_dir::<Check>);
-        (done, share)
-    });
-    for (i, (done, share)) in results.into_iter().enumerate() {
-        check.moved.extend(share.moved);
-        check.skipped.extend(share.skipped);
-        check.next = share.next;
-        if !done? {
-            check.why = share.why;
-            return Ok(false);
-        }
-        if share.next < starts[i + 1] {
-            // What the walk would have met next, in place of the entry.
-            let gone = &expected[share.next].path;
-            check.why = if fs::symlink_metadata(root.join(gone)).is_err() {
-                format!("{gone} is gone")
-            } else {
-                format!("{gone} was not met")
-            };
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 /// Calls `each(relative path, kind, lstat signature of a file)` for every
 /// entry below `root` that a plan walks ([`crate::plan::walk`]: no symlink
 /// followed but the root, no directory entered but a
@@ -535,42 +345,9 @@ fn check_dir(fd: &OwnedFd, rel: &mut String, check: &mut Check) -> io::Result<bo
 /// walk every cached build pays, and most of a no-op's time.
 pub(super) fn walk(
     root: &Path,
-    each: impl FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
-    skipped: impl FnMut(&str) -> io::Result<()>,
+    mut each: impl FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
+    mut skipped: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
-    walk_with(root, &mut Fns(each, skipped), walk_dir)
-}
-
-/// What a walk tells of each entry.
-trait Visitor {
-    /// An entry (a file with its signature); `false` stops the walk.
-    fn each(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> io::Result<bool>;
-    /// A directory the walk does not enter.
-    fn skipped(&mut self, rel: &str) -> io::Result<()>;
-}
-
-/// The two callbacks of [`walk`].
-struct Fns<E, S>(E, S);
-
-impl<E, S> Visitor for Fns<E, S>
-where
-    E: FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
-    S: FnMut(&str) -> io::Result<()>,
-{
-    fn each(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> io::Result<bool> {
-        (self.0)(rel, kind, sig)
-    }
-    fn skipped(&mut self, rel: &str) -> io::Result<()> {
-        (self.1)(rel)
-    }
-}
-
-/// How a walk goes through a directory: the directory open as `fd`, at
-/// `rel` (empty or ending in `/`); `false` when the visitor stopped.
-type Descend<V> = fn(&OwnedFd, &mut String, &mut V) -> io::Result<bool>;
-
-/// [`walk`] with a visitor, going through each directory by `descend`.
-fn walk_with<V: Visitor>(root: &Path, v: &mut V, descend: Descend<V>) -> io::Result<bool> {
     use rustix::fs::{CWD, Mode, OFlags, openat};
     // The root may be a symlink, as a build writes through it; nothing
     // below it is followed.
@@ -587,18 +364,36 @@ fn walk_with<V: Visitor>(root: &Path, v: &mut V, descend: Descend<V>) -> io::Res
         Mode::empty(),
     )?;
     let mut rel = String::new();
-    if !descend(&fd, &mut rel, v)? {
+    if !walk_dir(
+        &fd,
+        &mut rel,
+        &mut Visitor {
+            each: &mut each,
+            skipped: &mut skipped,
+        },
+    )? {
         return Err(io::Error::other("stopped"));
     }
     Ok(true)
 }
 
+/// What a walk tells of each entry: `each` an entry (a file with its
+/// signature; `false` stops the walk), `skipped` a directory the walk does
+/// not enter.
+struct Visitor<'a> {
+    each: &'a mut Each<'a>,
+    skipped: &'a mut dyn FnMut(&str) -> io::Result<()>,
+}
+
+/// The callback [`walk`] calls for each entry.
+type Each<'a> = dyn FnMut(&str, Kind, Option<Sig>) -> io::Result<bool> + 'a;
+
 /// The entries of the directory open as `fd` (at `rel`, empty or ending in
-/// `/`), then each subdirectory's; `false` when the visitor stopped.
-fn walk_dir<V: Visitor>(fd: &OwnedFd, rel: &mut String, v: &mut V) -> io::Result<bool> {
+/// `/`), each followed by what it holds; `false` when the visitor stopped.
+fn walk_dir(fd: &OwnedFd, rel: &mut String, v: &mut Visitor) -> io::Result<bool> {
     let l = list(fd)?;
     for i in 0..l.found.len() {
-        if !visit(fd, &l, i, rel, v, walk_dir)? {
+        if !visit(fd, &l, i, rel, v)? {
             return Ok(false);
         }
     }
@@ -688,15 +483,13 @@ fn each_name(fd: &OwnedFd, mut each: impl FnMut(&[u8], rustix::fs::FileType)) ->
 }
 
 /// Entry `i` of `l`, the listing of the directory open as `fd` (at `rel`),
-/// and what it holds, gone through by `descend`; `false` when the visitor
-/// stopped.
-fn visit<V: Visitor>(
+/// and what it holds; `false` when the visitor stopped.
+fn visit(
     fd: &OwnedFd,
     l: &Listing,
     i: usize,
     rel: &mut String,
-    v: &mut V,
-    descend: Descend<V>,
+    v: &mut Visitor,
 ) -> io::Result<bool> {
     use rustix::fs::{Mode, OFlags, openat};
     let (start, n, kind, sig) = l.found[i];
@@ -705,9 +498,9 @@ fn visit<V: Visitor>(
     let len = rel.len();
     rel.push_str(name);
     if kind == Kind::Dir && !crate::plan::layout_dir(name) {
-        v.skipped(rel)?;
+        (v.skipped)(rel)?;
     } else {
-        if !v.each(rel, kind, sig)? {
+        if !(v.each)(rel, kind, sig)? {
             return Ok(false);
         }
         if kind == Kind::Dir {
@@ -720,7 +513,7 @@ fn visit<V: Visitor>(
                 Mode::empty(),
             )?;
             rel.push('/');
-            if !descend(&sub, rel, v)? {
+            if !walk_dir(&sub, rel, v)? {
                 return Ok(false);
             }
         }
@@ -739,331 +532,4 @@ pub fn walk_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     }
     let key = |c: u8| if c == b'/' { 0 } else { c };
     a.bytes().map(key).cmp(b.bytes().map(key))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn snap(root: &Path) -> Option<Vec<Entry>> {
-        take(root, mark(), |rel, p| Ok(file_hash(rel, p)?.0)).unwrap()
-    }
-
-    #[test]
-    fn an_unchanged_tree_is_the_same_and_any_change_differs() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("out");
-        assert_eq!(snap(&root), None);
-        assert_eq!(verify(&root, None, mark()), Verdict::Same);
-        fs::create_dir_all(root.join("a")).unwrap();
-        fs::write(root.join("a/x.yaml"), "x: 1\n").unwrap();
-        let s = snap(&root).unwrap();
-        assert!(
-            matches!(verify(&root, None, mark()), Verdict::Differs(_)),
-            "appeared"
-        );
-        // Just written, so racy: hashed, and the refreshed snapshot says so.
-        assert!(s.iter().any(|e| e.file.as_ref().is_some_and(|f| f.racy)));
-        assert!(matches!(
-            verify(&root, Some(&s), mark()),
-            Verdict::Refreshed(..)
-        ));
-
-        fs::write(root.join("a/x.yaml"), "x: 2\n").unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), mark()),
-            Verdict::Differs("a/x.yaml was edited".into())
-        );
-        fs::write(root.join("a/x.yaml"), "x: 1\n").unwrap();
-        assert!(
-            matches!(verify(&root, Some(&s), mark()), Verdict::Refreshed(..)),
-            "restored"
-        );
-        fs::write(root.join("a/y.yaml"), "").unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), mark()),
-            Verdict::Differs("a/y.yaml is new".into())
-        );
-        fs::remove_file(root.join("a/y.yaml")).unwrap();
-        fs::remove_file(root.join("a/x.yaml")).unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), mark()),
-            Verdict::Differs("a/x.yaml is gone".into())
-        );
-        fs::remove_dir_all(&root).unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), mark()),
-            Verdict::Differs("it is gone".into())
-        );
-    }
-
-    /// The snapshot of a directory that held nothing, taken from the plan
-    /// that filled it without looking at a file: the same tree verifies,
-    /// hashed once (nothing written is vouched for by a signature never
-    /// seen), and whatever appeared beside the plan's files, or changed in
-    /// them, since is found.
-    #[test]
-    fn a_snapshot_from_the_plan_alone_is_checked_by_the_next_walk() {
-        use crate::plan::{Change, Op, Plan};
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("out");
-        let new = |path: &str, name: &str| {
-            Change {
-            path: path.into(),
-            op: Op::Create,
-            old: None,
-            new: format!(
-                "# Code generated by trainc. DO NOT EDIT.\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n"
-            )
-            .into_bytes(),
-        }
-        };
-        let plan = Plan {
-            root: root.clone(),
-            changes: vec![
-                new("a/b/configmap-x.yaml", "x"),
-                new("configmap-k.yaml", "k"),
-            ],
-            kept: 0,
-            fresh: true,
-        };
-        for c in &plan.changes {
-            fs::create_dir_all(root.join(&c.path).parent().unwrap()).unwrap();
-            fs::write(root.join(&c.path), &c.new).unwrap();
-        }
-        let m = mark();
-        let s = after(&root, Vec::new(), &plan, m, |c| Ok(content_hash(&c.new))).unwrap();
-        let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(
-            paths,
-            ["a", "a/b", "a/b/configmap-x.yaml", "configmap-k.yaml"]
-        );
-        assert!(
-            s.iter()
-                .filter_map(|e| e.file.as_ref())
-                .all(|f| f.racy && f.sig == Sig::UNSEEN)
-        );
-        let v = verify(&root, Some(&s), m);
-        let Verdict::Refreshed(Some(seen), _) = v else {
-            panic!("not hashed and refreshed: {v:?}");
-        };
-        assert!(
-            seen.iter()
-                .filter_map(|e| e.file.as_ref())
-                .all(|f| f.sig != Sig::UNSEEN)
-        );
-
-        fs::write(root.join("a/stray.yaml"), "").unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), m),
-            Verdict::Differs("a/stray.yaml is new".into())
-        );
-        fs::remove_file(root.join("a/stray.yaml")).unwrap();
-        fs::write(root.join("configmap-k.yaml"), new("", "k2").new).unwrap();
-        assert_eq!(
-            verify(&root, Some(&s), m),
-            Verdict::Differs("configmap-k.yaml was edited".into())
-        );
-    }
-
-    /// A directory of many is compared on every core, with the verdict of
-    /// the walk one entry at a time: the same difference named first, the
-    /// same entries refreshed, the same directories skipped.
-    #[test]
-    fn a_large_directory_is_compared_in_parallel_as_one_walk_would() {
-        fn one_walk(root: &Path, recorded: Option<&[Entry]>, mark: i128) -> (Verdict, Vec<String>) {
-            let expected = recorded.unwrap_or_default();
-            let mut check = Check::new(root, expected, 0);
-            let present = walk_with(root, &mut check, walk_dir::<Check>);
-            let verdict = match present {
-                Ok(p) if p != recorded.is_some() => Verdict::Differs("presence".into()),
-                Ok(p) => match expected.get(check.next) {
-                    Some(gone) => Verdict::Differs(format!("{} is gone", gone.path)),
-                    None if check.moved.is_empty() => Verdict::Same,
-                    None => {
-                        let mut fresh = expected.to_vec();
-                        for &(i, sig) in &check.moved {
-                            let f = fresh[i].file.as_mut().unwrap();
-                            f.sig = sig;
-                            f.racy = sig.racy(mark);
-                        }
-                        let moved = check.moved.iter().map(|m| m.0).collect();
-                        Verdict::Refreshed(p.then_some(fresh), moved)
-                    }
-                },
-                Err(_) => Verdict::Differs(check.why.clone()),
-            };
-            (verdict, check.skipped)
-        }
-        let both = |root: &Path, s: &[Entry]| {
-            let m = mark();
-            let mut skipped = Vec::new();
-            let par = verify_listing(root, Some(s), m, &mut skipped);
-            let one = one_walk(root, Some(s), m);
-            assert_eq!((&par, &skipped), (&one.0, &one.1));
-            par
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("out");
-        let jobs = root.join("ml");
-        for i in 0..(2 * FAN_OUT) {
-            let job = jobs.join(format!("job-{i:03}"));
-            fs::create_dir_all(&job).unwrap();
-            for f in ["a.yaml", "b.yaml", "kustomization.yaml"] {
-                fs::write(job.join(f), format!("{i} {f}\n")).unwrap();
-            }
-        }
-        fs::create_dir_all(jobs.join(".hidden/deep")).unwrap();
-        fs::write(root.join("kustomization.yaml"), "k\n").unwrap();
-        fs::write(root.join("z.yaml"), "z\n").unwrap();
-        let s = snap(&root).unwrap();
-        // Snapshot just after the writes: every file hashed by the next
-        // check, then vouched for by its signature.
-        let racy: Vec<usize> = (0..s.len())
-            .filter(|&i| s[i].file.as_ref().is_some_and(|f| f.racy))
-            .collect();
-        assert!(!racy.is_empty());
-        std::thread::sleep(std::time::Duration::from_millis(120));
-        let Verdict::Refreshed(Some(s), moved) = both(&root, &s) else {
-            panic!("racy files are refreshed")
-        };
-        assert_eq!(moved, racy);
-        assert_eq!(both(&root, &s), Verdict::Same);
-
-        let touch = |p: &Path| {
-            let f = fs::File::options().append(true).open(p).unwrap();
-            f.set_modified(SystemTime::now()).unwrap();
-        };
-        touch(&jobs.join("job-007/b.yaml"));
-        touch(&jobs.join("job-100/a.yaml"));
-        assert!(matches!(both(&root, &s), Verdict::Refreshed(_, m) if m.len() == 2));
-        fs::write(jobs.join("job-050/a.yaml"), "edited\n").unwrap();
-        fs::write(jobs.join("job-090/a.yaml"), "edited\n").unwrap();
-        assert_eq!(
-            both(&root, &s),
-            Verdict::Differs("ml/job-050/a.yaml was edited".into())
-        );
-        fs::write(jobs.join("job-050/a.yaml"), "50 a.yaml\n").unwrap();
-        fs::write(jobs.join("job-090/a.yaml"), "90 a.yaml\n").unwrap();
-        // What a change makes the check say; the change; its undoing.
-        type Change<'a> = (&'a str, &'a dyn Fn(), &'a dyn Fn());
-        let changes: [Change; 6] = [
-            (
-                "ml/job-040/b.yaml is gone",
-                &|| fs::remove_file(jobs.join("job-040/b.yaml")).unwrap(),
-                &|| fs::write(jobs.join("job-040/b.yaml"), "40 b.yaml\n").unwrap(),
-            ),
-            (
-                "ml/job-031/c.yaml is new",
-                &|| fs::write(jobs.join("job-031/c.yaml"), "").unwrap(),
-                &|| fs::remove_file(jobs.join("job-031/c.yaml")).unwrap(),
-            ),
-            (
-                "ml/job-127/kustomization.yaml is gone",
-                &|| fs::remove_file(jobs.join("job-127/kustomization.yaml")).unwrap(),
-                &|| {
-                    fs::write(
-                        jobs.join("job-127/kustomization.yaml"),
-                        "127 kustomization.yaml\n",
-                    )
-                    .unwrap()
-                },
-            ),
-            (
-                "ml/job-000 is gone",
-                &|| fs::rename(jobs.join("job-000"), dir.path().join("away")).unwrap(),
-                &|| fs::rename(dir.path().join("away"), jobs.join("job-000")).unwrap(),
-            ),
-            (
-                "ml/job-064a is new",
-                &|| fs::create_dir(jobs.join("job-064a")).unwrap(),
-                &|| fs::remove_dir(jobs.join("job-064a")).unwrap(),
-            ),
-            (
-                "ml/job-070/b.yaml changed type",
-                &|| {
-                    fs::remove_file(jobs.join("job-070/b.yaml")).unwrap();
-                    std::os::unix::fs::symlink("a.yaml", jobs.join("job-070/b.yaml")).unwrap();
-                },
-                &|| {
-                    fs::remove_file(jobs.join("job-070/b.yaml")).unwrap();
-                    fs::write(jobs.join("job-070/b.yaml"), "70 b.yaml\n").unwrap();
-                },
-            ),
-        ];
-        for (why, change, undo) in changes {
-            change();
-            assert_eq!(both(&root, &s), Verdict::Differs(why.into()));
-            undo();
-        }
-        // A record whose entries are not in walk order is never believed.
-        let mut shuffled = s.clone();
-        shuffled.swap(10, 200);
-        assert!(matches!(
-            verify(&root, Some(&shuffled), mark()),
-            Verdict::Differs(_)
-        ));
-        let mut short = s.clone();
-        short.remove(150);
-        assert!(matches!(
-            verify(&root, Some(&short), mark()),
-            Verdict::Differs(_)
-        ));
-    }
-
-    #[test]
-    fn an_old_signature_vouches_for_the_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        fs::write(root.join("x.yaml"), "x: 1\n").unwrap();
-        // As if the snapshot were taken a minute later.
-        let later = mark() + 60_000_000_000;
-        let s = take(root, later, |rel, p| Ok(file_hash(rel, p)?.0))
-            .unwrap()
-            .unwrap();
-        assert!(s.iter().all(|e| e.file.as_ref().is_some_and(|f| !f.racy)));
-        assert_eq!(verify(root, Some(&s), later), Verdict::Same);
-    }
-
-    /// The order of the walk, on paths: a directory's entries right after it.
-    #[test]
-    fn paths_compare_in_walk_order() {
-        let mut paths = vec!["a-c", "a/b", "a", "a/b/c", "b", "a.yaml", "A"];
-        paths.sort_by(|a, b| walk_cmp(a, b));
-        assert_eq!(paths, ["A", "a", "a/b", "a/b/c", "a-c", "a.yaml", "b"]);
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for d in ["a/b", "a-c"] {
-            fs::create_dir_all(root.join(d)).unwrap();
-        }
-        fs::write(root.join("a.yaml"), "").unwrap();
-        fs::write(root.join("a/b/c"), "").unwrap();
-        let mut seen = Vec::new();
-        walk(
-            root,
-            |rel, _, _| {
-                seen.push(rel.to_owned());
-                Ok(true)
-            },
-            |_| Ok(()),
-        )
-        .unwrap();
-        assert!(seen.is_sorted_by(|a, b| walk_cmp(a, b).is_lt()), "{seen:?}");
-        assert_eq!(seen, ["a", "a/b", "a/b/c", "a-c", "a.yaml"]);
-    }
-
-    #[test]
-    fn symlinks_are_entries_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("out");
-        fs::create_dir(&root).unwrap();
-        std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
-        let s = snap(&root).unwrap();
-        assert_eq!(s.len(), 1);
-        assert_eq!(s[0].kind, Kind::Symlink);
-        // A symlinked root is walked, as a build writes through it.
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&root, &link).unwrap();
-        assert_eq!(snap(&link), Some(s));
-    }
 }

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{
-    Targets, desired_into, finish_all, incremental, stagers, status, summary, targets, up_to_date,
+    Targets, desired_into, finish_all, incremental, stagers, status, summary, targets,
 };
 use super::{Color, Deny, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
@@ -51,41 +51,12 @@ pub(super) fn build(
         cache::Cache::open(&req)
     };
     let sets = targets.pipeline_sets();
-    let planned = match cache.as_ref().map(|c| c.lookup(&req, &sets)) {
-        Ok(Ok(cache::Lookup::Fresh(dests))) => {
-            if verbose {
-                eprintln!("cache: the output is as the last build left it");
-            }
-            let dirs: Vec<(usize, String)> = dests
-                .iter()
-                .map(|(d, n)| (*n, targets.project.shown_dir(d)))
-                .collect();
-            if format == Format::Text {
-                let _ = writeln!(stdout, "{}", up_to_date(&dirs));
-            } else {
-                // Nothing was compiled, and nothing is stale; the cache
-                // vouches only for a build without warnings.
-                let done: Vec<Done> = dirs
-                    .iter()
-                    .map(|(n, dir)| Done {
-                        dir,
-                        plan: None,
-                        unchanged: *n,
-                    })
-                    .collect();
-                let _ = write!(stdout, "{}", document(format, check, &done, &[]));
-                if format == Format::Github {
-                    eprintln!("{}", up_to_date(&dirs));
-                }
-            }
-            return Ok(Status::Ok);
-        }
-        // Only the definition files that changed.
-        Ok(Ok(cache::Lookup::Incremental(inc, why))) => match &cache {
-            Ok(c) => incremental(&targets, c, &req, *inc, &why, !check),
-            Err(e) => Err(e.clone()),
-        },
-        Ok(Err(why)) => Err(why),
+    // Only the definition files that changed since the last build (none:
+    // a no-op), when the build cache can tell.
+    let planned = match &cache {
+        Ok(c) => c
+            .incremental(&req, &sets)
+            .and_then(|inc| incremental(&targets, inc, !check)),
         Err(why) => Err(why.clone()),
     };
     let (plans, read, mut state, warnings) = match planned {

@@ -36,8 +36,8 @@ pub(super) fn diff(
     // build cache can tell; `diff` never records.
     let planned = cache::Cache::open(&req).and_then(|c| {
         let sets = targets.pipeline_sets();
-        let inc = c.incremental(&req, &sets, true)?;
-        incremental(&targets, &c, &req, inc, "", false)
+        let inc = c.incremental(&req, &sets)?;
+        incremental(&targets, inc, false)
     });
     match planned {
         Ok(p) => {

@@ -335,28 +335,7 @@ pub(super) struct Planned {
 /// written nothing.
 pub(super) fn incremental(
     targets: &Targets,
-    cache: &crate::cache::Cache,
-    req: &crate::cache::Request,
     inc: crate::cache::Incremental,
-    why: &str,
-    lock: bool,
-) -> Result<Planned, String> {
-    if !inc.patched {
-        return planned(targets, inc, why, lock);
-    }
-    // A patch trusts each directory only when it is as its snapshot says;
-    // one that is not (a file edited, or added by hand) is planned whole.
-    planned(targets, inc, why, lock).or_else(|_| {
-        let inc = cache.incremental(req, &targets.pipeline_sets(), false)?;
-        planned(targets, inc, why, lock)
-    })
-}
-
-/// The plans of an incremental build, its directories locked when `lock`.
-fn planned(
-    targets: &Targets,
-    inc: crate::cache::Incremental,
-    why: &str,
     lock: bool,
 ) -> Result<Planned, String> {
     let project = &targets.project;
@@ -393,18 +372,7 @@ fn planned(
         locks.into_iter().rev().for_each(plan::Lock::release_unused);
         return Err(why);
     }
-    let mut verbose = format!(
-        "cache: re-rendering {} of {}, because {}",
-        plural(inc.compiled, "job"),
-        inc.jobs,
-        inc.why().as_deref().unwrap_or(why)
-    );
-    // Each file's own reason, when the line above could not name them all.
-    if inc.dirty.len() > 1 {
-        for (name, dirty) in &inc.dirty {
-            verbose.push_str(&format!("\ncache:   {name} {dirty}"));
-        }
-    }
+    let verbose = verbose(&inc, &plans);
     Ok(Planned {
         plans,
         labels,
@@ -414,6 +382,40 @@ fn planned(
         state: inc.state,
         verbose,
     })
+}
+
+/// What `build -v` says of an incremental build: how many jobs it compiled,
+/// of how many, and why; or that the output is as the last build left it.
+fn verbose(inc: &crate::cache::Incremental, plans: &[(Plan, String)]) -> String {
+    let why = match inc.why() {
+        Some(why) => why,
+        None => match plans
+            .iter()
+            .find_map(|(p, dir)| Some((p.pending().next()?, dir)))
+        {
+            None => return "cache: the output is as the last build left it".to_owned(),
+            Some((c, dir)) => {
+                let what = match c.op {
+                    Op::Create => "is gone",
+                    Op::Delete => "is new",
+                    _ => "was edited",
+                };
+                format!("{dir} changed since the last build: {} {what}", c.path)
+            }
+        },
+    };
+    let mut verbose = format!(
+        "cache: re-rendering {} of {}, because {why}",
+        plural(inc.compiled, "job"),
+        inc.jobs,
+    );
+    // Each file's own reason, when the line above could not name them all.
+    if inc.dirty.len() > 1 {
+        for (name, dirty) in &inc.dirty {
+            verbose.push_str(&format!("\ncache:   {name} {dirty}"));
+        }
+    }
+    verbose
 }
 
 /// The output directory is a function of all its inputs: building some of a
