@@ -204,7 +204,7 @@ fn check_with_home(
 /// repository: as written, or through a symlink on its way.
 fn outside(given: &Path, at: &Path, top: &Path, cwd: &Path) -> String {
     let top = crate::load::shown_path(cwd, top);
-    if crate::resources::clean(given) == at {
+    if clean(given) == at {
         format!("it lies outside the repository `{top}`")
     } else {
         format!(
@@ -251,6 +251,21 @@ fn hint(d: &Dest) -> String {
 /// Where the project file sets `key`, for pointing at it.
 fn locate(project: &Project, key: &str) -> Option<Location> {
     project.doc.as_ref()?.locate(&format!("/{key}"))
+}
+
+/// `path` cleaned lexically: `.` dropped, `..` taking one component off.
+pub fn clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `path` with symlinks resolved as far as it exists, and cleaned

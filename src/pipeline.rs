@@ -11,9 +11,9 @@ use crate::library::Library;
 use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
-use crate::resources::Resource;
+use crate::model::project::{Resource, Variant};
 use crate::source::SourceFile;
-use crate::variant::{self, Variant};
+use crate::variant;
 use crate::{limits, par, validate};
 
 /// The definition files under `paths` (or the project's sources when empty),

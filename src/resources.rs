@@ -14,43 +14,18 @@
 //! would silently not sync.
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 mod audit;
 
 use crate::diagnostic::Diagnostic;
 use crate::emit;
-use crate::guard::real;
+use crate::guard::{clean, real};
 use crate::load::project::Project;
-
-/// One entry of `resources` in the project file.
-#[derive(Debug, Clone)]
-pub struct Resource {
-    /// Where it is (the project root joined with what was written).
-    pub path: PathBuf,
-    /// As written in the project file.
-    pub written: String,
-    /// Where the project file says it (`/resources/0`).
-    pub pointer: String,
-}
+use crate::model::project::Resource;
 
 /// The names Kustomize looks for in a directory.
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
-
-/// `path` cleaned lexically: `.` dropped, `..` taking one component off.
-pub fn clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
 
 /// `to` relative to the directory `from`, both absolute and clean,
 /// `/`-separated; `None` when not UTF-8.

@@ -10,52 +10,12 @@
 //! sets it, in `trainc.yaml` (see [`crate::load::Document::merge_patch`]).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::Document;
-use crate::resources::Resource;
-
-/// One variant of the project file.
-#[derive(Debug, Clone)]
-pub struct Variant {
-    /// A DNS label, the key in `variants`.
-    pub name: String,
-    pub output: PathBuf,
-    /// Where its build specs go; `None`: it builds no image of its own.
-    pub build_output: Option<PathBuf>,
-    /// The cluster its output is synced to; `None`: the project's.
-    pub cluster: Option<String>,
-    pub resources: Vec<Resource>,
-    pub patches: Vec<Patch>,
-}
-
-/// One merge patch of a variant.
-#[derive(Debug, Clone)]
-pub struct Patch {
-    /// Only the definitions of this `metadata.name`; `None`: every one.
-    pub job: Option<String>,
-    pub value: Value,
-    /// Where the patch is in the project file: `/variants/cpu/patches/0`.
-    pub pointer: String,
-}
-
-impl Variant {
-    /// Where the project file sets this variant's `key`.
-    pub fn pointer(&self, key: &str) -> String {
-        format!(
-            "/variants/{}{}",
-            crate::load::pointer_segment(&self.name),
-            if key.is_empty() {
-                String::new()
-            } else {
-                format!("/{key}")
-            }
-        )
-    }
-}
+use crate::model::project::{Patch, Variant};
 
 /// The name a document's patches are chosen by: its `metadata.name` as
 /// written.
@@ -127,6 +87,7 @@ pub fn unknown_jobs<'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
     use std::sync::Arc;
 
     use super::*;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::ImageBuild;
 use crate::emit;
-use crate::resources::clean;
+use crate::guard::clean;
 
 pub const BAKE_FILE: &str = "docker-bake.hcl";
 

@@ -5,10 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
 use crate::load::{self, Document};
-use crate::model::project::{Defaults, ProjectFile};
-use crate::resources::Resource;
+use crate::model::project::{Defaults, Patch, ProjectFile, Resource, Variant};
 use crate::validate::schema;
-use crate::variant::{Patch, Variant};
 
 pub const PROJECT_FILE: &str = "trainc.yaml";
 pub const DEFAULT_SOURCES: &str = "jobs";

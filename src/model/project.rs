@@ -1,8 +1,10 @@
 //! The project file (`trainc.yaml`), mirroring `schema/project.schema.json`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::model::definition::Target;
 
@@ -70,4 +72,54 @@ pub struct Defaults {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+}
+
+/// One entry of `resources` in the project file.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// Where it is (the project root joined with what was written).
+    pub path: PathBuf,
+    /// As written in the project file.
+    pub written: String,
+    /// Where the project file says it (`/resources/0`).
+    pub pointer: String,
+}
+
+/// One variant of the project file.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// A DNS label, the key in `variants`.
+    pub name: String,
+    pub output: PathBuf,
+    /// Where its build specs go; `None`: it builds no image of its own.
+    pub build_output: Option<PathBuf>,
+    /// The cluster its output is synced to; `None`: the project's.
+    pub cluster: Option<String>,
+    pub resources: Vec<Resource>,
+    pub patches: Vec<Patch>,
+}
+
+/// One merge patch of a variant.
+#[derive(Debug, Clone)]
+pub struct Patch {
+    /// Only the definitions of this `metadata.name`; `None`: every one.
+    pub job: Option<String>,
+    pub value: Value,
+    /// Where the patch is in the project file: `/variants/cpu/patches/0`.
+    pub pointer: String,
+}
+
+impl Variant {
+    /// Where the project file sets this variant's `key`.
+    pub fn pointer(&self, key: &str) -> String {
+        format!(
+            "/variants/{}{}",
+            crate::load::pointer_segment(&self.name),
+            if key.is_empty() {
+                String::new()
+            } else {
+                format!("/{key}")
+            }
+        )
+    }
 }

@@ -130,7 +130,7 @@ fn outside_repository(written: &str, context: &Path, top: &Path) -> Option<Strin
     if real.starts_with(&top) {
         return None;
     }
-    let lexical = crate::resources::clean(context);
+    let lexical = crate::guard::clean(context);
     Some(if lexical.starts_with(&top) {
         format!(
             "build context `{written}` resolves to `{}`, outside the repository",
