@@ -4,7 +4,8 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{
-    Targets, desired_into, finish_all, incremental, stagers, status, summary, targets,
+    Desired, Finished, Targets, desired_into, finish_all, incremental, stagers, status, summary,
+    targets,
 };
 use super::{Color, Deny, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::cache;
@@ -59,7 +60,12 @@ pub(super) fn build(
             .and_then(|inc| incremental(&targets, inc, !check)),
         Err(why) => Err(why.clone()),
     };
-    let (plans, read, mut state, warnings) = match planned {
+    let Built {
+        plans,
+        read,
+        mut state,
+        warnings,
+    } = match planned {
         Ok(mut p) => {
             if verbose {
                 eprintln!("{}", p.verbose);
@@ -97,7 +103,12 @@ pub(super) fn build(
                 );
             }
             drop(p.locks);
-            (p.plans, p.read, p.state, p.warnings)
+            Built {
+                plans: p.plans,
+                read: p.read,
+                state: p.state,
+                warnings: p.warnings,
+            }
         }
         Err(why) => {
             if verbose {
@@ -158,14 +169,15 @@ pub(super) fn build(
     })
 }
 
-/// The plans of a build (written unless `--check`), what it read, the
-/// state for the cache and the warnings.
-type Built = (
-    Vec<(Plan, String)>,
-    crate::pipeline::Read,
-    cache::State,
-    Vec<Diagnostic>,
-);
+/// A build, planned (and written unless `--check`).
+struct Built {
+    /// Each directory's plan, with how messages name the directory.
+    plans: Vec<(Plan, String)>,
+    read: crate::pipeline::Read,
+    /// What the build cache records of it.
+    state: cache::State,
+    warnings: Vec<Diagnostic>,
+}
 
 /// The full build: compiles every definition, planning (and, unless
 /// `--check`, staging) each job's files as it is rendered
@@ -216,7 +228,12 @@ fn full(
     };
     let stagers = stagers(targets, cache.is_ok(), mode);
     let desired = desired_into(cwd, inputs, targets, cache.is_ok(), Some(&stagers), fail);
-    let (dests, read, mut state, warnings) = match desired {
+    let Desired {
+        dests,
+        read,
+        mut state,
+        warnings,
+    } = match desired {
         Ok(d) => d,
         Err(f) => {
             // Dropping the stagers removes what they staged.
@@ -250,11 +267,13 @@ fn full(
         return Err(fail(refused));
     }
     if !write {
-        let plans = plans
-            .into_iter()
-            .map(|(p, shown, _, _)| (p, shown))
-            .collect();
-        return Ok((plans, read, state, warnings));
+        let plans = plans.into_iter().map(|f| (f.plan, f.shown)).collect();
+        return Ok(Built {
+            plans,
+            read,
+            state,
+            warnings,
+        });
     }
     // Every directory's files staged before any is linked in: a full disk
     // anywhere changes nothing.
@@ -262,7 +281,13 @@ fn full(
     let mut done = Vec::with_capacity(plans.len());
     let mut plans = plans.into_iter();
     let mut failed = None;
-    for (plan, shown, _, staged) in plans.by_ref() {
+    for Finished {
+        plan,
+        shown,
+        staged,
+        ..
+    } in plans.by_ref()
+    {
         let staged = match staged {
             Some(staged) => plan::stream::stage(&plan, staged),
             None => plan::stage(&plan),
@@ -291,7 +316,12 @@ fn full(
     let warned = !warnings.is_empty();
     record(cache, req, &read, &mut state, &done, warned, opts.verbose);
     drop(locks);
-    Ok((done, read, state, warnings))
+    Ok(Built {
+        plans: done,
+        read,
+        state,
+        warnings,
+    })
 }
 
 /// Records a build in the cache, and whether it `warned`, saying with

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{desired_into, finish_all, incremental, stagers, targets};
+use super::targets::{Desired, desired_into, finish_all, incremental, stagers, targets};
 use super::{Color, Deny, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
 use crate::plan::stream::Mode;
 use crate::{cache, plan};
@@ -61,8 +61,9 @@ pub(super) fn diff(
             // Each job's files compared as they are rendered: only those
             // that change are kept.
             let mut stagers = stagers(&targets, false, Mode::Keep);
-            let (dests, _, _, warnings) =
-                desired_into(cwd, inputs, &targets, false, Some(&stagers), &fail)?;
+            let Desired {
+                dests, warnings, ..
+            } = desired_into(cwd, inputs, &targets, false, Some(&stagers), &fail)?;
             deny.check(&warnings, findings)?;
             if format != DiffFormat::Json {
                 warn(&warnings, color);
@@ -73,7 +74,7 @@ pub(super) fn diff(
             }
             let plans = plans
                 .into_iter()
-                .map(|(plan, shown, label, _)| (plan, shown, label))
+                .map(|f| (f.plan, f.shown, f.label_runs))
                 .collect();
             finish(stdout, plans, &warnings, format, stat)
         }

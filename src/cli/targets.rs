@@ -195,14 +195,15 @@ pub(super) fn targets(
     Ok(Targets { project, sets })
 }
 
-/// What [`desired_into`] compiled: the directories, what was read and the
-/// state for the build cache, and the warnings.
-pub(super) type Desired = (
-    Vec<Dest>,
-    pipeline::Read,
-    crate::cache::State,
-    Vec<Diagnostic>,
-);
+/// What [`desired_into`] compiled.
+pub(super) struct Desired {
+    /// The directories, each with what it should hold.
+    pub(super) dests: Vec<Dest>,
+    pub(super) read: pipeline::Read,
+    /// What the build cache records of the build.
+    pub(super) state: crate::cache::State,
+    pub(super) warnings: Vec<Diagnostic>,
+}
 
 /// Everything up to, not including, touching the output directories: the
 /// same for `build`, `build --check` and `diff`. For each set, the manifests
@@ -261,7 +262,12 @@ pub(super) fn desired_into(
             });
         }
     }
-    Ok((dests, compiled.read, state, warnings))
+    Ok(Desired {
+        dests,
+        read: compiled.read,
+        state,
+        warnings,
+    })
 }
 
 /// A stager for each set's output directory (see [`crate::plan::stream`]).
@@ -278,9 +284,17 @@ pub(super) fn stagers(targets: &Targets, hash: bool, mode: Mode) -> Stagers {
     )
 }
 
-/// A directory's plan, how messages name it, whether `diff` labels its
-/// runs (see [`Dest::label_runs`]), and what was staged for it.
-pub(super) type Finished = (Plan, String, bool, Option<Pending>);
+/// A directory, planned.
+pub(super) struct Finished {
+    pub(super) plan: Plan,
+    /// How messages name the directory.
+    pub(super) shown: String,
+    /// Whether `diff` names the directory with the runs it changes (see
+    /// [`Dest::label_runs`]).
+    pub(super) label_runs: bool,
+    /// What was staged for it, when its files were staged as rendered.
+    pub(super) staged: Option<Pending>,
+}
 
 /// Plans each directory: a set's manifests by the stager that took them,
 /// the rest in memory, after `before` (which may refuse) said yes. Every
@@ -308,7 +322,12 @@ pub(super) fn finish_all(
             },
         };
         match planned {
-            Ok((plan, staged)) => plans.push((plan, d.shown, d.label_runs, staged)),
+            Ok((plan, staged)) => plans.push(Finished {
+                plan,
+                shown: d.shown,
+                label_runs: d.label_runs,
+                staged,
+            }),
             Err(e) => refused.extend(e),
         }
     }

@@ -14,6 +14,7 @@
 //! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
 //! has, and restarts every node together when one fails.
 
+use super::target::Named;
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -224,17 +225,13 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
 
 /// Names this target generates for a job (see
 /// [`super::kubernetes::generated`]).
-pub fn generated(
-    framework: FrameworkKind,
-    run: &str,
-    roles: &[(RoleKind, u32)],
-) -> Vec<(&'static str, String, usize)> {
-    let mut out = vec![("JobSet", run.to_owned(), names::LABEL_MAX)];
+pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
+    let mut out = vec![Named::new("JobSet", run.to_owned(), names::LABEL_MAX)];
     if framework == FrameworkKind::Pytorch {
         for (kind, replicas) in roles {
             if let Some(last) = replicas.checked_sub(1) {
                 // The last node's pod, with the Job controller's suffix.
-                out.push((
+                out.push(Named::new(
                     "Pod",
                     format!(
                         "{}-xxxxx",
@@ -251,7 +248,7 @@ pub fn generated(
             // The role's last pod, with the 5 random characters the Job
             // controller appends, must be a DNS label: JobSet's webhook
             // refuses the JobSet otherwise.
-            out.push((
+            out.push(Named::new(
                 "Pod",
                 format!("{}-xxxxx", names::jobset_pod(run, kind.as_str(), last)),
                 names::LABEL_MAX,

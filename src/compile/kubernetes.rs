@@ -16,6 +16,7 @@
 //! fails it at once and stops the others: static rendezvous cannot take a
 //! node back alone (see [`crate::compile::pytorch`]).
 
+use super::target::{Named, Objects};
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyRule,
@@ -40,14 +41,14 @@ const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// completion index.
 pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
-pub fn compile(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), Finding> {
+pub fn compile(run: &Run, tasks: Tasks) -> Result<Objects, Finding> {
     match &run.job.framework {
         Framework::Tensorflow(_) => tensorflow(run, tasks),
-        Framework::Pytorch(_) => Ok((pytorch(run)?, Vec::new())),
+        Framework::Pytorch(_) => pytorch(run).map(Objects::from),
     }
 }
 
-fn tensorflow(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), Finding> {
+fn tensorflow(run: &Run, tasks: Tasks) -> Result<Objects, Finding> {
     let job = run.job;
     let cluster = ClusterSpec::with_hosts(job, |kind, i, port| {
         format!(
@@ -71,7 +72,10 @@ fn tensorflow(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), F
             out.push(task_job(run, role, index, &cluster)?);
         }
     }
-    Ok((out, families))
+    Ok(Objects {
+        manifests: out,
+        families,
+    })
 }
 
 /// The role's tasks as one [`Family`]; `None` when the sentinel's Job does
@@ -232,18 +236,18 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
 /// Names this target generates for a job, for validation's length and
 /// collision checks: `(kind, name, limit)`, with `run` a placeholder of the
 /// run name's length.
-pub fn generated(
-    framework: FrameworkKind,
-    run: &str,
-    roles: &[(RoleKind, u32)],
-) -> Vec<(&'static str, String, usize)> {
-    let mut out = vec![("Service", run.to_owned(), names::LABEL_MAX)];
+pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
+    let mut out = vec![Named::new("Service", run.to_owned(), names::LABEL_MAX)];
     if framework == FrameworkKind::Pytorch {
         for (kind, replicas) in roles {
-            out.push(("Job", names::role_job(run, kind.as_str()), names::LABEL_MAX));
+            out.push(Named::new(
+                "Job",
+                names::role_job(run, kind.as_str()),
+                names::LABEL_MAX,
+            ));
             if let Some(last) = replicas.checked_sub(1) {
                 // The host name of the last node's pod.
-                out.push((
+                out.push(Named::new(
                     "Pod",
                     names::task(run, kind.as_str(), last),
                     names::LABEL_MAX,
@@ -255,7 +259,11 @@ pub fn generated(
     for (kind, replicas) in roles {
         for i in 0..*replicas {
             // The Job name is also its pod's host name: a DNS label.
-            out.push(("Job", names::task(run, kind.as_str(), i), names::LABEL_MAX));
+            out.push(Named::new(
+                "Job",
+                names::task(run, kind.as_str(), i),
+                names::LABEL_MAX,
+            ));
         }
     }
     out

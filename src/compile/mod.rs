@@ -180,16 +180,19 @@ impl<'a> Run<'a> {
 /// The run's own objects, as its target writes them, every task's object
 /// compiled.
 pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
-    Ok(objects(run, Tasks::Each)?.0)
+    Ok(objects(run, Tasks::Each)?.manifests)
 }
 
-fn objects(run: &Run, tasks: Tasks) -> Result<(Vec<Manifest>, Vec<Family>), patch::Finding> {
+fn objects(run: &Run, tasks: Tasks) -> Result<target::Objects, patch::Finding> {
     (target::backend(run.job.target).compile)(run, tasks)
 }
 
 pub fn compile(job: &Job, tasks: Tasks) -> Result<CompiledJob, String> {
     let run = Run::of(job)?;
-    let (mut manifests, families) = objects(&run, tasks)
+    let target::Objects {
+        mut manifests,
+        families,
+    } = objects(&run, tasks)
         // Validation has applied the patches already (`patch::check`): only a
         // `test` of what the image stage fills in could fail here.
         .map_err(|f| format!("a patch failed at build time: {f}"))?;

@@ -15,6 +15,7 @@
 //! node fails it (see [`crate::compile::pytorch`] for why no node restarts
 //! alone), and `cleanPodPolicy: Running` then stops the others.
 
+use super::target::Named;
 use std::collections::BTreeMap;
 
 use crate::compile::crd::{
@@ -114,12 +115,12 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
 
 /// Names this target generates for a job (see
 /// [`super::kubernetes::generated`]).
-pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
-    let mut out = vec![("PyTorchJob", run.to_owned(), names::LABEL_MAX)];
+pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
+    let mut out = vec![Named::new("PyTorchJob", run.to_owned(), names::LABEL_MAX)];
     for (_, replicas) in roles {
         // The operator's pod and Service of the last node.
         if let Some(last) = replicas.checked_sub(1) {
-            out.push((
+            out.push(Named::new(
                 "Service",
                 names::task(run, "worker", last),
                 names::LABEL_MAX,

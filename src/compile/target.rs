@@ -11,11 +11,36 @@ use crate::model::definition::{Framework, Target, TrainingJob};
 use crate::model::job::RoleKind;
 
 /// A run's own objects, with the tasks written as families.
-pub type Objects = (Vec<Manifest>, Vec<Family>);
+#[derive(Debug, Default)]
+pub struct Objects {
+    pub manifests: Vec<Manifest>,
+    /// A role's tasks rendered from one template (see [`Family`]).
+    pub families: Vec<Family>,
+}
 
-/// An object a run creates: its kind, its name, and the longest that name
-/// may be.
-pub type Named = (&'static str, String, usize);
+impl From<Vec<Manifest>> for Objects {
+    fn from(manifests: Vec<Manifest>) -> Self {
+        Self {
+            manifests,
+            families: Vec::new(),
+        }
+    }
+}
+
+/// An object a run creates, for the name length and collision checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub kind: &'static str,
+    pub name: String,
+    /// The longest the name may be.
+    pub limit: usize,
+}
+
+impl Named {
+    pub fn new(kind: &'static str, name: String, limit: usize) -> Self {
+        Self { kind, name, limit }
+    }
+}
 
 /// The objects a run creates, given its framework, its name and its roles
 /// with their replicas.
@@ -39,7 +64,7 @@ pub struct Backend {
     /// What the target cannot express of a definition, as located errors.
     pub check: fn(&mut Findings, &TrainingJob),
     /// The objects a run named `run` with `roles` creates, for the name
-    /// length and collision checks: (kind, name, the longest it may be).
+    /// length and collision checks.
     pub generated: NamesOf,
 }
 
@@ -59,7 +84,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         format: jobset::FORMAT,
         framework: None,
         run_kind: Some("JobSet"),
-        compile: |run, _| jobset::compile(run).map(|m| (m, Vec::new())),
+        compile: |run, _| jobset::compile(run).map(Objects::from),
         check: jobset::check,
         generated: jobset::generated,
     },
@@ -68,7 +93,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         format: tfjob::FORMAT,
         framework: Some(Framework::Tensorflow),
         run_kind: Some("TFJob"),
-        compile: |run, _| tfjob::compile(run).map(|m| (m, Vec::new())),
+        compile: |run, _| tfjob::compile(run).map(Objects::from),
         check: tfjob::check,
         generated: |_, run, roles| tfjob::generated(run, roles),
     },
@@ -77,7 +102,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         format: pytorchjob::FORMAT,
         framework: Some(Framework::Pytorch),
         run_kind: Some("PyTorchJob"),
-        compile: |run, _| pytorchjob::compile(run).map(|m| (m, Vec::new())),
+        compile: |run, _| pytorchjob::compile(run).map(Objects::from),
         check: |_, _| {},
         generated: |_, run, roles| pytorchjob::generated(run, roles),
     },

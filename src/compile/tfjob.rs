@@ -8,6 +8,7 @@
 //! success `cleanPodPolicy: Running` deletes the pods still running (the
 //! parameter servers).
 
+use super::target::Named;
 use std::collections::BTreeMap;
 
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
@@ -139,12 +140,12 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
 
 /// Names this target generates for a job (see
 /// [`super::kubernetes::generated`]).
-pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<(&'static str, String, usize)> {
-    let mut out = vec![("TFJob", run.to_owned(), names::LABEL_MAX)];
+pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
+    let mut out = vec![Named::new("TFJob", run.to_owned(), names::LABEL_MAX)];
     for (kind, replicas) in roles {
         if let Some(last) = replicas.checked_sub(1) {
             // The operator's pod and Service of the role's last task.
-            out.push((
+            out.push(Named::new(
                 "Service",
                 names::task(run, kind.as_str(), last),
                 names::LABEL_MAX,

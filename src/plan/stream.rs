@@ -69,9 +69,25 @@ struct Inner {
     failed: Option<(String, Diagnostic)>,
 }
 
-/// What becomes of a file, the file it replaces when its bytes are kept,
-/// and its staged copy.
-type Planned = (Op, Option<Vec<u8>>, Option<Staged>);
+/// What becomes of one file.
+struct Planned {
+    op: Op,
+    /// The file it replaces, when its bytes are kept.
+    old: Option<Vec<u8>>,
+    /// Its staged copy.
+    staged: Option<Staged>,
+}
+
+impl Planned {
+    /// A file not staged.
+    fn unstaged(op: Op, old: Option<Vec<u8>>) -> Self {
+        Self {
+            op,
+            old,
+            staged: None,
+        }
+    }
+}
 
 /// Why a file was not planned or not staged.
 enum Failure {
@@ -122,7 +138,7 @@ impl Stager {
             let len = bytes.len() as u64;
             taken.push((rel.clone(), Taken { len, hash }));
             match self.stage(&rel, &bytes, &mut checked) {
-                Ok((op, old, s)) => {
+                Ok(Planned { op, old, staged: s }) => {
                     staged.extend(s);
                     let keep = self.mode == Mode::Keep && op != Op::Unchanged;
                     changes.push(Change {
@@ -162,10 +178,12 @@ impl Stager {
         let (op, old) =
             classify(&self.root, &self.shown, rel, bytes, checked).map_err(Failure::Refused)?;
         match self.mode {
-            Mode::Keep => return Ok((op, old, None)),
-            Mode::Plan => return Ok((op, None, None)),
+            Mode::Keep => return Ok(Planned::unstaged(op, old)),
+            Mode::Plan => return Ok(Planned::unstaged(op, None)),
             // After a full disk, only what is refused matters.
-            Mode::Stage if self.failing.load(Ordering::Relaxed) => return Ok((op, None, None)),
+            Mode::Stage if self.failing.load(Ordering::Relaxed) => {
+                return Ok(Planned::unstaged(op, None));
+            }
             Mode::Stage => {}
         }
         let target = self.root.join(rel);
@@ -188,7 +206,11 @@ impl Stager {
             }
             Op::Delete | Op::Unchanged => None,
         };
-        Ok((op, None, staged))
+        Ok(Planned {
+            op,
+            old: None,
+            staged,
+        })
     }
 
     /// Plans `rest`, the directory's files that were not streamed (its root

@@ -1032,7 +1032,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     let framework = def.framework();
     let by_target =
         (compile::target::backend(target_of(def, defaults)).generated)(framework, &run, &roles);
-    for (kind, name, limit) in by_target {
+    for compile::target::Named { kind, name, limit } in by_target {
         add(kind, true, name, limit);
     }
     if def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled) {
