@@ -172,3 +172,8 @@ pub fn render_text(diags: &[Diagnostic], styled: bool) -> String {
     }
     out
 }
+
+/// `1 file`, `2 files`: a count in a message.
+pub fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}

@@ -3,10 +3,12 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{Desired, desired_into, finish_all, incremental, stagers, targets};
-use super::{Color, Deny, DiffFormat, Failure, Format, Inputs, Out, Output, Status, fail, warn};
-use crate::plan::stream::Mode;
-use crate::{cache, plan};
+use super::targets::targets;
+use super::{
+    Color, Deny, DiffFormat, Failure, Format, Inputs, Out, Output, Reporter, Status, fail,
+};
+use crate::build::Mode;
+use crate::plan;
 
 /// `trainc diff`.
 pub(super) fn diff(
@@ -25,60 +27,29 @@ pub(super) fn diff(
     };
     let fail = fail(findings);
     let targets = targets(cwd, inputs, output, &fail)?;
-    let deny = Deny::of(inputs, &targets.project);
-    let req = cache::Request {
-        cwd,
-        project: &targets.project,
-        paths: &inputs.paths,
-        dirs: targets.dirs(),
+    let mut reporter = Reporter {
+        verbose: false,
+        deny: Deny::of(inputs, &targets.project),
+        format: findings,
+        color,
+        show_warnings: format != DiffFormat::Json,
     };
-    // Only the definition files that changed since the last build, when the
-    // build cache can tell; `diff` never records.
-    let planned = cache::Cache::open(&req).and_then(|c| {
-        let sets = targets.pipeline_sets();
-        let inc = c.incremental(&req, &sets)?;
-        incremental(&targets, inc, false)
-    });
-    match planned {
-        Ok(p) => {
-            deny.check(&p.warnings, findings)?;
-            if format != DiffFormat::Json {
-                warn(&p.warnings, color);
-            }
-            let warnings = p.warnings;
-            // The process ends after the report: the record's state is
-            // not freed one allocation at a time.
-            std::mem::forget(p.state);
-            let plans: Vec<(plan::Plan, String, bool)> = p
-                .plans
-                .into_iter()
-                .zip(p.labels)
-                .map(|((plan, shown), label)| (plan, shown, label))
-                .collect();
-            finish(stdout, plans, &warnings, format, stat)
-        }
-        Err(_) => {
-            // Each job's files compared as they are rendered: only those
-            // that change are kept.
-            let mut stagers = stagers(&targets, false, Mode::Keep);
-            let Desired {
-                dests, warnings, ..
-            } = desired_into(cwd, inputs, &targets, false, Some(&stagers), &fail)?;
-            deny.check(&warnings, findings)?;
-            if format != DiffFormat::Json {
-                warn(&warnings, color);
-            }
-            let (plans, refused) = finish_all(dests, &mut stagers, |_| Ok(()));
-            if !refused.is_empty() {
-                return Err(fail(refused));
-            }
-            let plans = plans
-                .into_iter()
-                .map(|f| (f.plan, f.shown, f.label_runs))
-                .collect();
-            finish(stdout, plans, &warnings, format, stat)
-        }
-    }
+    // `diff` never records, and has no `--no-cache`: an empty
+    // `TRAINC_CACHE_DIR` turns the cache off.
+    let built = crate::build::run(
+        cwd,
+        &targets,
+        &inputs.paths,
+        Mode::Diff,
+        false,
+        &mut reporter,
+    )?;
+    let plans = built
+        .dirs
+        .into_iter()
+        .map(|d| (d.plan, d.shown, d.label_runs))
+        .collect();
+    finish(stdout, plans, &built.warnings, format, stat)
 }
 
 /// Reports the plans of a diff.

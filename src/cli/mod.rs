@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::diagnostic::{self, Diagnostic};
+use crate::diagnostic::{self, Diagnostic, plural};
 use crate::load::project::Project;
 use crate::model::definition::Target;
 use crate::model::job::RoleKind;
@@ -336,10 +336,6 @@ fn current_dir() -> Result<PathBuf, Failure> {
         })
 }
 
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
 pub fn run(cli: Cli) -> Result<Status, Failure> {
     let cwd = current_dir()?;
     let mut stdout = anstream::AutoStream::new(std::io::stdout(), cli.color.choice()).lock();
@@ -447,6 +443,43 @@ impl Deny {
             diagnostics,
             format,
         })
+    }
+}
+
+/// How `build` and `diff` hear of a build as it runs
+/// ([`crate::build::Report`]).
+struct Reporter {
+    /// `-v`: the build cache's lines, on stderr.
+    verbose: bool,
+    deny: Deny,
+    format: Format,
+    color: Color,
+    /// Whether warnings are printed as text (other formats carry them).
+    show_warnings: bool,
+}
+
+impl crate::build::Report for Reporter {
+    type Error = Failure;
+
+    fn cache(&mut self, line: &str) {
+        if self.verbose {
+            eprintln!("{line}");
+        }
+    }
+
+    fn warnings(&mut self, warnings: &[Diagnostic]) -> Result<(), Failure> {
+        self.deny.check(warnings, self.format)?;
+        if self.show_warnings {
+            warn(warnings, self.color);
+        }
+        Ok(())
+    }
+
+    fn fail(&self, findings: Vec<Diagnostic>) -> Failure {
+        Failure {
+            diagnostics: findings,
+            format: self.format,
+        }
     }
 }
 

@@ -3,8 +3,9 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::targets::{Set, Targets, selected};
+use super::targets::selected;
 use super::{Color, Deny, Failure, Format, Inputs, Out, Status, fail, plural, warn};
+use crate::build::{Set, Targets};
 use crate::load::project::Project;
 use crate::{pipeline, report};
 use serde_json::json;

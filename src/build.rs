@@ -1,0 +1,647 @@
+//! One build, as `build`, `build --check` and `diff` run it, in one line:
+//! ask the build cache which definition files' results are known and
+//! compile the others (a no-op compiles none), or, when the cache cannot
+//! tell, compile everything; plan every output directory; for `build`,
+//! stage every file before any is linked in, and record the build for the
+//! next. The CLI resolves where a build reads and writes ([`Targets`]),
+//! says what to run ([`Mode`]) and formats what comes back ([`Built`]);
+//! [`Report`] is how it hears of what happens on the way.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::Diagnostic;
+use crate::load::project::Project;
+use crate::plan::stream::{self, Pending, Stager, Stagers};
+use crate::plan::{self, Op, Plan};
+use crate::{cache, pipeline};
+
+/// What a build does with its plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `build`: writes them, and records the build.
+    Write,
+    /// `build --check`: plans only, and records the build when the output
+    /// is current.
+    Check,
+    /// `diff`: plans, keeping the bytes of what changes to show them;
+    /// never records.
+    Diff,
+}
+
+/// How the CLI hears of a build as it runs.
+pub trait Report {
+    type Error;
+    /// A line about the build cache, for `build -v`.
+    fn cache(&mut self, line: &str);
+    /// The warnings, once they are known and before anything is written:
+    /// shown, or refused (`--deny-warnings`), which stops the build.
+    fn warnings(&mut self, warnings: &[Diagnostic]) -> Result<(), Self::Error>;
+    /// Findings that stop the build, nothing written.
+    fn fail(&self, findings: Vec<Diagnostic>) -> Self::Error;
+}
+
+/// One output directory, planned (and, for `build`, written).
+pub struct Directory {
+    pub plan: Plan,
+    /// How messages name it.
+    pub shown: String,
+    /// Whether `diff` names it with the runs it changes (see
+    /// [`Dest::label_runs`]).
+    pub label_runs: bool,
+}
+
+/// What a build made.
+pub struct Built {
+    pub dirs: Vec<Directory>,
+    /// Findings that did not stop it.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Runs one build of `paths` (none: the project's sources) into `targets`,
+/// from `cwd`, with the build cache unless `no_cache`.
+pub fn run<R: Report>(
+    cwd: &Path,
+    targets: &Targets,
+    paths: &[PathBuf],
+    mode: Mode,
+    no_cache: bool,
+    report: &mut R,
+) -> Result<Built, R::Error> {
+    let req = cache::Request {
+        cwd,
+        project: &targets.project,
+        paths,
+        dirs: targets.dirs(),
+    };
+    let cache = if no_cache {
+        Err("of --no-cache".to_owned())
+    } else {
+        cache::Cache::open(&req)
+    };
+    // Only the definition files that changed since the last build (none:
+    // a no-op), when the build cache can tell.
+    let planned = match &cache {
+        Ok(c) => c
+            .incremental(&req, &targets.pipeline_sets())
+            .and_then(|inc| incremental(targets, inc, mode == Mode::Write)),
+        Err(why) => Err(why.clone()),
+    };
+    let mut done = match planned {
+        Ok(p) => {
+            report.cache(&p.verbose);
+            cached(p, mode, &cache, &req, report)?
+        }
+        Err(why) => {
+            report.cache(&format!("cache: compiling, because {why}"));
+            full(cwd, targets, paths, &req, &cache, mode, report)?
+        }
+    };
+    if mode == Mode::Check && done.dirs.iter().all(|d| d.plan.is_noop()) {
+        let warned = !done.warnings.is_empty();
+        record(
+            &cache,
+            &req,
+            &done.read,
+            &mut done.state,
+            &done.dirs,
+            warned,
+            report,
+        );
+    }
+    // The process ends soon after: freeing a large build's record one
+    // allocation at a time costs more than a small build.
+    std::mem::forget(done.state);
+    Ok(Built {
+        dirs: done.dirs,
+        warnings: done.warnings,
+    })
+}
+
+/// A build, planned (and written, for `build`), with what the cache
+/// records of it.
+struct Done {
+    dirs: Vec<Directory>,
+    read: pipeline::Read,
+    state: cache::State,
+    warnings: Vec<Diagnostic>,
+}
+
+/// The rest of a build the cache planned: the warnings, then for `build`
+/// every directory staged before any is linked in, and the record.
+fn cached<R: Report>(
+    p: Planned,
+    mode: Mode,
+    cache: &Result<cache::Cache, String>,
+    req: &cache::Request,
+    report: &mut R,
+) -> Result<Done, R::Error> {
+    let Planned {
+        dirs,
+        locks,
+        warnings,
+        read,
+        mut state,
+        ..
+    } = p;
+    if let Err(e) = report.warnings(&warnings) {
+        // What these locks made is removed, as a failed full build does.
+        locks.into_iter().rev().for_each(plan::Lock::release_unused);
+        return Err(e);
+    }
+    if mode == Mode::Write {
+        let mut ready = Vec::with_capacity(dirs.len());
+        for d in &dirs {
+            ready.push(plan::stage(&d.plan).map_err(|e| report.fail(e))?);
+        }
+        for r in ready {
+            r.link().map_err(|e| report.fail(e))?;
+        }
+        // Still locked: the snapshot is of this build's output.
+        let warned = !warnings.is_empty();
+        record(cache, req, &read, &mut state, &dirs, warned, report);
+    }
+    drop(locks);
+    Ok(Done {
+        dirs,
+        read,
+        state,
+        warnings,
+    })
+}
+
+/// The full build: compiles every definition, planning (and, for `build`,
+/// staging) each job's files as it is rendered ([`plan::stream`]), so that
+/// the output tree is never held whole; then, for `build`, writes and
+/// records every directory, linking nothing in before every directory is
+/// planned and staged.
+fn full<R: Report>(
+    cwd: &Path,
+    targets: &Targets,
+    paths: &[PathBuf],
+    req: &cache::Request,
+    cache: &Result<cache::Cache, String>,
+    mode: Mode,
+    report: &mut R,
+) -> Result<Done, R::Error> {
+    let write = mode == Mode::Write;
+    let record_it = cache.is_ok() && mode != Mode::Diff;
+    // Locked before anything is staged, in a fixed order (every set's
+    // output directory, then the build directories that exist): what is
+    // planned is what is written, even with a second build racing.
+    let mut locks = Vec::new();
+    let release =
+        |locks: Vec<plan::Lock>| locks.into_iter().rev().for_each(plan::Lock::release_unused);
+    let dirs = targets.sets.iter().map(|s| &s.output).chain(
+        targets
+            .sets
+            .iter()
+            .filter_map(|s| s.build_output.as_ref())
+            .filter(|d| d.is_dir()),
+    );
+    let mut locked: Vec<PathBuf> = Vec::new();
+    for dir in dirs.filter(|_| write) {
+        if locked.contains(dir) {
+            continue;
+        }
+        match plan::lock(dir) {
+            Ok(l) => locks.push(l),
+            Err(e) => {
+                release(locks);
+                return Err(report.fail(vec![e]));
+            }
+        }
+        locked.push(dir.clone());
+    }
+    let stage_mode = match mode {
+        Mode::Write => stream::Mode::Stage,
+        Mode::Check => stream::Mode::Plan,
+        // Only the files that change are kept, for their diff.
+        Mode::Diff => stream::Mode::Keep,
+    };
+    let stagers = stagers(targets, record_it, stage_mode);
+    let desired = desired_into(cwd, paths, targets, record_it, Some(&stagers));
+    let Desired {
+        dests,
+        read,
+        state,
+        warnings,
+    } = match desired {
+        Ok(d) => d,
+        Err(findings) => {
+            // Dropping the stagers removes what they staged.
+            drop(stagers);
+            release(locks);
+            return Err(report.fail(findings));
+        }
+    };
+    if let Err(e) = report.warnings(&warnings) {
+        drop(stagers);
+        release(locks);
+        return Err(e);
+    }
+    // Every plan before any write: a refusal anywhere writes nothing.
+    let mut stagers = stagers;
+    let (plans, refused) = finish_all(dests, &mut stagers, |d| {
+        if write && !locked.contains(&d.dir) {
+            // A build directory this build makes.
+            locks.push(plan::lock(&d.dir)?);
+            locked.push(d.dir.clone());
+        }
+        Ok(())
+    });
+    if !refused.is_empty() {
+        drop(plans);
+        drop(stagers);
+        release(locks);
+        return Err(report.fail(refused));
+    }
+    let directory = |f: Finished| Directory {
+        plan: f.plan,
+        shown: f.shown,
+        label_runs: f.label_runs,
+    };
+    if !write {
+        return Ok(Done {
+            dirs: plans.into_iter().map(directory).collect(),
+            read,
+            state,
+            warnings,
+        });
+    }
+    // Every directory's files staged before any is linked in: a full disk
+    // anywhere changes nothing.
+    let mut ready = Vec::with_capacity(plans.len());
+    let mut done = Vec::with_capacity(plans.len());
+    let mut plans = plans.into_iter();
+    let mut failed = None;
+    for mut f in plans.by_ref() {
+        let staged = match f.staged.take() {
+            Some(staged) => stream::stage(&f.plan, staged),
+            None => plan::stage(&f.plan),
+        };
+        match staged {
+            Ok(r) => ready.push(r),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+        done.push(directory(f));
+    }
+    if let Some(e) = failed {
+        // What every directory staged goes before the locks: an output
+        // directory a lock made is removed only when empty.
+        drop(ready);
+        drop(plans);
+        release(locks);
+        return Err(report.fail(e));
+    }
+    for r in ready {
+        r.link().map_err(|e| report.fail(e))?;
+    }
+    // Still locked: the snapshot is of this build's output.
+    let mut state = state;
+    let warned = !warnings.is_empty();
+    record(cache, req, &read, &mut state, &done, warned, report);
+    drop(locks);
+    Ok(Done {
+        dirs: done,
+        read,
+        state,
+        warnings,
+    })
+}
+
+/// Records a build in the cache, and whether it `warned`, telling
+/// `report` why it could not.
+fn record<R: Report>(
+    cache: &Result<cache::Cache, String>,
+    req: &cache::Request,
+    read: &pipeline::Read,
+    state: &mut cache::State,
+    dirs: &[Directory],
+    warned: bool,
+    report: &mut R,
+) {
+    let Ok(c) = cache else { return };
+    let plans: Vec<&Plan> = dirs.iter().map(|d| &d.plan).collect();
+    if let Err(why) = c.save(req, read, state, &plans, warned) {
+        report.cache(&format!("cache: not recorded, because {why}"));
+    }
+}
+
+/// A directory trainc writes, and what it should hold.
+pub struct Dest {
+    pub dir: PathBuf,
+    /// How messages name it.
+    pub shown: String,
+    pub tree: crate::emit::Tree,
+    /// The set whose manifests these are; `None`: build specs.
+    pub set: Option<usize>,
+    /// The files of `tree`'s that a sink took as they were rendered
+    /// ([`pipeline::Output::streamed`]).
+    pub streamed: Vec<String>,
+    /// Manifests (not build specs) of a build that writes several output
+    /// directories: `diff` names it with the runs it changes.
+    pub label_runs: bool,
+}
+
+/// One output directory a build writes (the project's own, or a
+/// variant's), and its build directory.
+pub struct Set {
+    /// An index into the project's variants; `None`: the project's own.
+    pub variant: Option<usize>,
+    pub output: PathBuf,
+    /// The build-spec directory, when this build writes one.
+    pub build_output: Option<PathBuf>,
+    /// Whether `output` is the one the project file configures (no `-o`,
+    /// or `-o` naming it): only then does it list the `resources`, and is
+    /// unlisted YAML in it warned about.
+    pub own: bool,
+}
+
+impl Set {
+    /// Variant `i`, into the directories the project file gives it.
+    pub fn variant(project: &Project, i: usize) -> Self {
+        let v = &project.variants[i];
+        Set {
+            variant: Some(i),
+            output: v.output.clone(),
+            build_output: v.build_output.clone(),
+            own: true,
+        }
+    }
+}
+
+/// Where a build reads and writes, resolved from the project and the
+/// arguments, with the guards that keep it from pruning what it should not.
+pub struct Targets {
+    pub project: Project,
+    pub sets: Vec<Set>,
+}
+
+impl Targets {
+    /// The sets as the pipeline takes them.
+    pub fn pipeline_sets(&self) -> Vec<pipeline::Set<'_>> {
+        self.sets
+            .iter()
+            .map(|s| {
+                let variant = s.variant.and_then(|i| self.project.variants.get(i));
+                pipeline::Set {
+                    variant,
+                    output: &s.output,
+                    build_output: s.build_output.as_deref(),
+                    resources: match (variant, s.own) {
+                        (Some(v), _) => &v.resources,
+                        (None, true) => &self.project.resources,
+                        (None, false) => &[],
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Every directory the build may write, in order.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        self.sets
+            .iter()
+            .flat_map(|s| std::iter::once(s.output.clone()).chain(s.build_output.clone()))
+            .collect()
+    }
+}
+
+/// What [`desired_into`] compiled.
+struct Desired {
+    /// The directories, each with what it should hold.
+    dests: Vec<Dest>,
+    read: pipeline::Read,
+    /// What the build cache records of the build.
+    state: cache::State,
+    warnings: Vec<Diagnostic>,
+}
+
+/// Everything up to, not including, touching the output directories: the
+/// same for `build`, `build --check` and `diff`. For each set, the manifests
+/// come first; build specs follow when the set writes them and there are
+/// any, or were. Also returns what was read and, when `record`, the state
+/// for the build cache.
+/// With a `sink`, the jobs' files of the sets it streams are handed to it
+/// as they are rendered instead of kept in the trees.
+fn desired_into(
+    cwd: &Path,
+    paths: &[PathBuf],
+    targets: &Targets,
+    record: bool,
+    sink: Option<&dyn pipeline::Sink>,
+) -> Result<Desired, Vec<Diagnostic>> {
+    let project = &targets.project;
+    let sets = targets.pipeline_sets();
+    let compiled = pipeline::desired_into(project, cwd, paths, &sets, sink)?;
+    let state = if record {
+        cache::State::of(&sets, &compiled)
+    } else {
+        cache::State::default()
+    };
+    let mut warnings = compiled.warnings;
+    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
+    let mut dests = Vec::new();
+    for (i, (set, out)) in targets.sets.iter().zip(compiled.outputs).enumerate() {
+        // What a controller syncing the project's output would miss.
+        if set.own {
+            warnings.extend(crate::resources::unlisted(
+                &set.output,
+                &project.shown_dir(&set.output),
+                &out.extra,
+            ));
+        }
+        dests.push(Dest {
+            shown: project.shown_dir(&set.output),
+            dir: set.output.clone(),
+            tree: out.manifests,
+            set: Some(i),
+            streamed: out.streamed.into_keys().collect(),
+            label_runs: several,
+        });
+        if let Some(dir) = &set.build_output
+            && (!out.builds.is_empty() || dir.is_dir())
+        {
+            dests.push(Dest {
+                shown: project.shown_dir(dir),
+                dir: dir.clone(),
+                tree: out.builds,
+                set: None,
+                streamed: Vec::new(),
+                label_runs: false,
+            });
+        }
+    }
+    Ok(Desired {
+        dests,
+        read: compiled.read,
+        state,
+        warnings,
+    })
+}
+
+/// A stager for each set's output directory (see [`crate::plan::stream`]).
+fn stagers(targets: &Targets, hash: bool, mode: stream::Mode) -> Stagers {
+    Stagers(
+        targets
+            .sets
+            .iter()
+            .map(|s| {
+                let shown = targets.project.shown_dir(&s.output);
+                Some(Stager::new(&s.output, &shown, hash, mode))
+            })
+            .collect(),
+    )
+}
+
+/// A directory, planned.
+struct Finished {
+    plan: Plan,
+    /// How messages name the directory.
+    shown: String,
+    /// Whether `diff` names the directory with the runs it changes (see
+    /// [`Dest::label_runs`]).
+    label_runs: bool,
+    /// What was staged for it, when its files were staged as rendered.
+    staged: Option<Pending>,
+}
+
+/// Plans each directory: a set's manifests by the stager that took them,
+/// the rest in memory, after `before` (which may refuse) said yes. Every
+/// directory's plan, or every refusal of every directory.
+fn finish_all(
+    dests: Vec<Dest>,
+    stagers: &mut Stagers,
+    mut before: impl FnMut(&Dest) -> Result<(), Diagnostic>,
+) -> (Vec<Finished>, Vec<Diagnostic>) {
+    let mut plans = Vec::with_capacity(dests.len());
+    let mut refused = Vec::new();
+    for d in dests {
+        let planned = match d
+            .set
+            .and_then(|i| stagers.0.get_mut(i))
+            .and_then(Option::take)
+        {
+            Some(stager) => {
+                let streamed: HashSet<&str> = d.streamed.iter().map(String::as_str).collect();
+                stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
+            }
+            None => match before(&d) {
+                Ok(()) => plan::plan(&d.dir, &d.shown, d.tree).map(|p| (p, None)),
+                Err(e) => Err(vec![e]),
+            },
+        };
+        match planned {
+            Ok((plan, staged)) => plans.push(Finished {
+                plan,
+                shown: d.shown,
+                label_runs: d.label_runs,
+                staged,
+            }),
+            Err(e) => refused.extend(e),
+        }
+    }
+    (plans, refused)
+}
+
+/// An incremental build, planned.
+struct Planned {
+    dirs: Vec<Directory>,
+    locks: Vec<plan::Lock>,
+    warnings: Vec<Diagnostic>,
+    read: pipeline::Read,
+    state: cache::State,
+    /// For `build -v`: how many jobs were compiled, of how many, and why.
+    verbose: String,
+}
+
+/// [`desired_into`] and the plans, from an incremental build (see
+/// [`cache::incremental`]); with `lock`, each directory is locked
+/// before it is planned. `Err`: why the full build must run, having
+/// written nothing.
+fn incremental(targets: &Targets, inc: cache::Incremental, lock: bool) -> Result<Planned, String> {
+    let project = &targets.project;
+    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
+    let mut inc = inc;
+    let mut warnings = std::mem::take(&mut inc.warnings);
+    let mut locks = Vec::new();
+    let mut dirs = Vec::new();
+    let mut known = 0u64;
+    let mut planned = || -> Result<(), String> {
+        for d in std::mem::take(&mut inc.dests) {
+            if lock {
+                locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
+            }
+            let shown = project.shown_dir(&d.dir);
+            let label_runs = several && !d.builds;
+            // What a controller syncing the project's output would miss,
+            // found by the same walk.
+            let set = &targets.sets[d.set];
+            let unlisted = (set.own && !d.builds)
+                .then(|| inc.extra.get(d.set).map(Vec::as_slice))
+                .flatten();
+            let p = cache::incremental::plan(d, &shown, unlisted, &mut inc.state)?;
+            warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
+            known += p.known;
+            dirs.push(Directory {
+                plan: p.plan,
+                shown,
+                label_runs,
+            });
+        }
+        inc.within_limit(known)
+    };
+    if let Err(why) = planned() {
+        // The full build runs instead, and locks for itself: what these
+        // locks made is removed, as that build would if it failed.
+        locks.into_iter().rev().for_each(plan::Lock::release_unused);
+        return Err(why);
+    }
+    let verbose = verbose(&inc, &dirs);
+    Ok(Planned {
+        dirs,
+        locks,
+        warnings,
+        read: inc.read,
+        state: inc.state,
+        verbose,
+    })
+}
+
+/// What `build -v` says of an incremental build: how many jobs it compiled,
+/// of how many, and why; or that the output is as the last build left it.
+fn verbose(inc: &cache::Incremental, dirs: &[Directory]) -> String {
+    let why = match inc.why() {
+        Some(why) => why,
+        None => match dirs
+            .iter()
+            .find_map(|d| Some((d.plan.pending().next()?, &d.shown)))
+        {
+            None => return "cache: the output is as the last build left it".to_owned(),
+            Some((c, dir)) => {
+                let what = match c.op {
+                    Op::Create => "is gone",
+                    Op::Delete => "is new",
+                    _ => "was edited",
+                };
+                format!("{dir} changed since the last build: {} {what}", c.path)
+            }
+        },
+    };
+    let mut verbose = format!(
+        "cache: re-rendering {} of {}, because {why}",
+        crate::diagnostic::plural(inc.compiled, "job"),
+        inc.jobs,
+    );
+    // Each file's own reason, when the line above could not name them all.
+    if inc.dirty.len() > 1 {
+        for (name, dirty) in &inc.dirty {
+            verbose.push_str(&format!("\ncache:   {name} {dirty}"));
+        }
+    }
+    verbose
+}
