@@ -46,8 +46,8 @@ pub struct Directory {
     pub plan: Plan,
     /// How messages name it.
     pub shown: String,
-    /// Whether `diff` names it with the runs it changes (see
-    /// [`Dest::label_runs`]).
+    /// Whether `diff` names it with the runs it changes: the manifests of
+    /// a build that writes several output directories.
     pub label_runs: bool,
 }
 
@@ -332,19 +332,19 @@ fn record<R: Report>(
 }
 
 /// A directory trainc writes, and what it should hold.
-pub struct Dest {
-    pub dir: PathBuf,
+struct Dest {
+    dir: PathBuf,
     /// How messages name it.
-    pub shown: String,
-    pub tree: crate::emit::Tree,
+    shown: String,
+    tree: crate::emit::Tree,
     /// The set whose manifests these are; `None`: build specs.
-    pub set: Option<usize>,
+    set: Option<usize>,
     /// The files of `tree`'s that a sink took as they were rendered
     /// ([`pipeline::Output::streamed`]).
-    pub streamed: Vec<String>,
+    streamed: Vec<String>,
     /// Manifests (not build specs) of a build that writes several output
     /// directories: `diff` names it with the runs it changes.
-    pub label_runs: bool,
+    label_runs: bool,
 }
 
 /// One output directory a build writes (the project's own, or a
