@@ -644,9 +644,11 @@ fn across_files(
             return Err("a job is defined twice; the build will report it".into());
         }
         let claims = docs(k).map(|d| {
-            d.claims
-                .iter()
-                .map(|(kind, ns, name)| (kind.as_str(), ns.as_deref(), name.as_str()))
+            d.claims.iter().map(|(kind, ns, name)| across::Claim {
+                kind,
+                namespace: ns.as_deref(),
+                name,
+            })
         });
         if !across::same_objects(claims).is_empty() {
             return Err("two jobs generate the same object; the build will report it".into());

@@ -40,9 +40,14 @@ pub struct SameObject {
     pub claim: usize,
 }
 
-/// A claim: the kind, namespace (none for cluster-scoped objects) and name
-/// of an object a job generates.
-pub type Claim<'a> = (&'a str, Option<&'a str>, &'a str);
+/// An object a job generates, as two jobs could both claim it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Claim<'a> {
+    pub kind: &'a str,
+    /// `None` for cluster-scoped objects.
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
 
 /// Objects two documents generate, given each document's claims in the
 /// order findings are reported: at most one finding per document, at its
@@ -107,11 +112,17 @@ mod tests {
 
     #[test]
     fn a_shared_object_is_found_once_per_document() {
-        let pv = |n| ("PersistentVolume", None, n);
+        let claim = |kind, namespace, name| Claim {
+            kind,
+            namespace,
+            name,
+        };
+        let pv = |n| claim("PersistentVolume", None, n);
+        let svc = |n| claim("Service", Some("ml"), n);
         let claims = vec![
-            vec![pv("a-z-data"), ("Service", Some("ml"), "a")],
-            vec![("Service", Some("ml"), "b")],
-            vec![pv("x"), pv("a-z-data"), ("Service", Some("ml"), "a")],
+            vec![pv("a-z-data"), svc("a")],
+            vec![svc("b")],
+            vec![pv("x"), pv("a-z-data"), svc("a")],
             // A document may claim one object twice: that is no conflict.
             vec![pv("y"), pv("y")],
         ];

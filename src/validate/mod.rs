@@ -281,9 +281,11 @@ fn duplicates(valid: &[(&Document, Valid)], defaults: &Defaults, diags: &mut Vec
 fn collisions(valid: &[(&Document, Valid)], diags: &mut Vec<Diagnostic>) {
     let ordered = in_report_order(valid);
     let claims = ordered.iter().map(|(_, v)| {
-        v.generated
-            .iter()
-            .map(|g| (g.kind, g.namespace.as_deref(), g.name.as_str()))
+        v.generated.iter().map(|g| across::Claim {
+            kind: g.kind,
+            namespace: g.namespace.as_deref(),
+            name: &g.name,
+        })
     });
     for found in across::same_objects(claims) {
         let (doc, v) = ordered[found.again];
