@@ -747,7 +747,8 @@ pub fn plan(
     let p = Planner {
         root: &root,
         shown,
-        changes: Vec::with_capacity(want.len()),
+        changes: Vec::new(),
+        kept: 0,
         want: want.into_iter().peekable(),
         checked: plan::Checked::new(),
         entries: Vec::with_capacity(recorded.len() + 16),
@@ -804,6 +805,7 @@ pub fn plan(
     p.absent_until(None)?;
     let Planner {
         mut changes,
+        kept,
         entries,
         found,
         known,
@@ -819,7 +821,7 @@ pub fn plan(
         plan: Plan {
             root,
             changes,
-            kept: 0,
+            kept,
             fresh: false,
         },
         unlisted: found,
@@ -835,6 +837,8 @@ struct Planner<'a> {
     recorded: std::iter::Peekable<std::vec::IntoIter<Entry>>,
     want: std::iter::Peekable<std::vec::IntoIter<(String, Want)>>,
     changes: Vec<Change>,
+    /// The wanted files found as they should be.
+    kept: usize,
     checked: plan::Checked,
     /// What the walk saw, as a snapshot.
     entries: Vec<Entry>,
@@ -933,12 +937,6 @@ impl Planner<'_> {
             .as_ref()
             .filter(|f| !f.racy && f.sig == sig)
             .map(|f| f.hash.as_str());
-        let unchanged = |path: String| Change {
-            path,
-            op: Op::Unchanged,
-            old: None,
-            new: Vec::new(),
-        };
         // The hash of the file as it is now, and whether trainc owns it:
         // `None` when it is not known yet.
         let (hash, owned) = match wanted {
@@ -957,13 +955,14 @@ impl Planner<'_> {
                     return Err(self.changed(&path, "was edited"));
                 }
                 self.known += want.sig.size;
-                self.changes.push(unchanged(path));
+                // Counted, not listed: 95,000 of them at 5,000 jobs.
+                self.kept += 1;
                 (want.hash.clone(), Some(true))
             }
             Some((path, Want::Bytes(new))) => {
                 let hash = snapshot::content_hash(&new);
                 if vouched == Some(hash.as_str()) {
-                    self.changes.push(unchanged(path));
+                    self.kept += 1;
                     (hash, Some(true))
                 } else {
                     let change =
