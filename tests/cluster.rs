@@ -239,7 +239,12 @@ impl Cluster {
     /// A PersistentVolume for the dynamically provisioned claim `claim` of
     /// namespace `ns`, which no provisioner here would make: the test
     /// stands in for the storage class, not for a controller; the
-    /// PersistentVolume controller binds them.
+    /// PersistentVolume controller binds them. Its access modes are the
+    /// claim's (`ReadWriteMany`), as a provisioner makes them: the
+    /// controller looks for a claim's volume among those with the fewest
+    /// modes first, so a volume with more would lose the claim to any
+    /// unreserved `ReadWriteMany` volume another test has out at the
+    /// time (the upgrade test's, whose claim it then took).
     fn provision(&self, ns: &str, claim: &str) {
         let pv = serde_json::json!({
             "apiVersion": "v1",
@@ -247,7 +252,7 @@ impl Cluster {
             "metadata": {"name": format!("{ns}-{claim}")},
             "spec": {
                 "capacity": {"storage": "100Gi"},
-                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+                "accessModes": ["ReadWriteMany"],
                 "storageClassName": "",
                 "claimRef": {"namespace": ns, "name": claim},
                 "nfs": {"server": "nas.example.com", "path": "/data"},
