@@ -68,6 +68,26 @@ stamp_of() {
 	} | sha256sum | cut -d' ' -f1
 }
 
+# download MODULE_DIR PACKAGE BINARY: fetches the modules that PACKAGE's build needs
+# (`go list -deps` loads every package it imports), tried three times. The Go
+# command does not retry a fetch that the module proxy answers late or with
+# a server error, and one such answer among a cold build's few hundred
+# downloads failed a whole CI run.
+download() {
+	local try
+	for try in 1 2 3; do
+		if (cd "$here/go/$1" && go list -deps -f '{{.ImportPath}}' "$2" >/dev/null); then
+			return 0
+		fi
+		if ((try < 3)); then
+			echo "build.sh: fetching the modules of $3 failed (try $try of 3); trying again in $((try * 15))s" >&2
+			sleep $((try * 15))
+		fi
+	done
+	echo "build.sh: could not fetch the modules of $3 through the Go module proxy in 3 tries" >&2
+	return 1
+}
+
 # build MODULE_DIR PACKAGE BINARY [LDFLAGS]
 build() {
 	local module=$1 pkg=$2 out=$3 ldflags=${4:--s -w} stamp start elapsed
@@ -78,6 +98,7 @@ build() {
 	fi
 	echo "build.sh: building $out from $pkg"
 	start=$(date +%s)
+	download "$module" "$pkg" "$out"
 	(cd "$here/go/$module" && nice -n 10 go build -ldflags "$ldflags" -o "$bin/$out.tmp" "$pkg")
 	mv -f "$bin/$out.tmp" "$bin/$out"
 	printf '%s\n' "$stamp" >"$stamps/$out"
