@@ -11,9 +11,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
-use crate::load::project::Project;
 use crate::plan::stream::{self, Pending, Stager, Stagers};
 use crate::plan::{self, Op, Plan};
+use crate::project::Project;
 use crate::{cache, pipeline};
 
 /// What a build does with its plans.
@@ -433,7 +433,7 @@ fn desired_into(
     paths: &[PathBuf],
     targets: &Targets,
     record: bool,
-    sink: Option<&dyn pipeline::Sink>,
+    sink: Option<&dyn crate::plan::stream::Sink>,
 ) -> Result<Desired, Vec<Diagnostic>> {
     let project = &targets.project;
     let sets = targets.pipeline_sets();

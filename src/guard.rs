@@ -9,10 +9,11 @@
 //! is refused before anything is read or written, whether it comes from
 //! `-o`, `--build-output` or the project file.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
-use crate::load::project::Project;
+use crate::paths::{clean, real};
+use crate::project::Project;
 use crate::source::Location;
 
 /// A directory a command would plan into, and where it was set.
@@ -96,7 +97,7 @@ fn check_with_home(
         let shown = project.shown_dir(d.path);
         let named = |p: &Path| project.shown_dir(p);
         // As messages name it, and as generated files do (from the root).
-        let written = crate::load::display_name(&project.root, d.path);
+        let written = crate::paths::display_name(&project.root, d.path);
         let outside_repo = d.flag.is_none() && !at.starts_with(&top);
         let outside_why = outside(d.path, &at, &top, cwd);
         let why = if let Some(c) = shown
@@ -203,7 +204,7 @@ fn check_with_home(
 /// Why a directory the repository's content names lies outside the
 /// repository: as written, or through a symlink on its way.
 fn outside(given: &Path, at: &Path, top: &Path, cwd: &Path) -> String {
-    let top = crate::load::shown_path(cwd, top);
+    let top = crate::paths::shown_path(cwd, top);
     if clean(given) == at {
         format!("it lies outside the repository `{top}`")
     } else {
@@ -253,67 +254,9 @@ fn locate(project: &Project, key: &str) -> Option<Location> {
     project.doc.as_ref()?.locate(&format!("/{key}"))
 }
 
-/// `path` cleaned lexically: `.` dropped, `..` taking one component off.
-pub fn clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// `path` with symlinks resolved as far as it exists, and cleaned
-/// lexically beyond: where it is, for telling whether one lies in another.
-pub fn real(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(r) = existing.canonicalize() {
-            let mut out = r;
-            for c in rest.iter().rev() {
-                match c {
-                    Component::ParentDir => {
-                        out.pop();
-                    }
-                    Component::Normal(n) => out.push(n),
-                    _ => {}
-                }
-            }
-            return out;
-        }
-        match (existing.parent(), existing.components().next_back()) {
-            (Some(parent), Some(last)) => {
-                rest.push(last);
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn real_resolves_symlinks_and_dots_beyond_what_exists() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        std::fs::create_dir(base.join("a")).unwrap();
-        std::os::unix::fs::symlink(base.join("a"), base.join("link")).unwrap();
-        assert_eq!(real(&base.join("link/x/../y")), base.join("a/y"));
-        assert_eq!(real(&base.join("link/..")), base);
-        assert_eq!(
-            real(&base.join("new/../../z")),
-            base.parent().unwrap().join("z")
-        );
-    }
 
     /// `/`, a home directory and one that holds it are refused without
     /// being looked at (an integration test could not try them safely).

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use minijinja::{Environment, context};
 
 use crate::diagnostic::Diagnostic;
-use crate::load::project::PROJECT_FILE;
 use crate::model::definition::{Framework, Target};
 use crate::model::project::Defaults;
+use crate::project::PROJECT_FILE;
 use crate::source::SourceFile;
 use crate::validate::schema::TRAINING_JOB_SCHEMA;
 use crate::{load, validate};
@@ -184,7 +184,7 @@ struct Root<'a> {
 
 impl Root<'_> {
     fn show(&self, path: &Path) -> String {
-        crate::load::display_name(self.cwd, path)
+        crate::paths::display_name(self.cwd, path)
     }
 }
 

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::diagnostic::Diagnostic;
 use crate::load;
+use crate::model::preset::Preset;
 
 /// Built-in presets, by name (the framework they are for).
 const PRESETS: [(&str, &str); 2] = [
@@ -30,47 +30,6 @@ const TEMPLATES: [(&str, &str); 2] = [
         include_str!("../library/templates/tensorboard.Dockerfile.j2"),
     ),
 ];
-
-/// What a framework's jobs get unless their definition says otherwise.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Preset {
-    pub framework: String,
-    pub default_version: String,
-    pub port: u16,
-    pub python: String,
-    pub workdir: String,
-    /// The size of the memory-backed `/dev/shm` every task gets unless its
-    /// definition says (`shmSize`); `None`: none.
-    #[serde(default)]
-    pub shm_size: Option<String>,
-    pub tensorboard: TensorBoardPreset,
-    pub versions: BTreeMap<String, BaseImages>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TensorBoardPreset {
-    pub port: u16,
-    /// The base of the TensorBoard image trainc writes a build spec for.
-    pub base_image: String,
-    /// The pip requirement that provides the `tensorboard` program, pinned.
-    pub package: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BaseImages {
-    pub cpu: String,
-    pub gpu: String,
-}
-
-impl Preset {
-    /// The base images of `version` (the default version when `None`).
-    pub fn images(&self, version: Option<&str>) -> Option<&BaseImages> {
-        self.versions.get(version.unwrap_or(&self.default_version))
-    }
-}
 
 /// Presets and templates, the project's own in front of the built-in ones.
 #[derive(Debug, Clone)]
@@ -105,13 +64,13 @@ impl Library {
                 return Err(vec![
                     Diagnostic::new(format!(
                         "library directory {} does not exist",
-                        load::shown_path(cwd, dir)
+                        crate::paths::shown_path(cwd, dir)
                     ))
                     .hint("create it, or remove `library` from trainc.yaml to use the built-in presets and templates"),
                 ]);
             }
             let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-            let shown = load::shown_path(cwd, dir);
+            let shown = crate::paths::shown_path(cwd, dir);
             load::inside_root(&root, dir, &shown, "library directory").map_err(|d| vec![d])?;
             let mut diags = Vec::new();
             for (sub, ext) in [(PRESETS_DIR, Some("yaml")), (TEMPLATES_DIR, None)] {
@@ -120,7 +79,7 @@ impl Library {
                     else {
                         continue;
                     };
-                    let shown = load::shown_path(cwd, &path);
+                    let shown = crate::paths::shown_path(cwd, &path);
                     // As definitions are read: size, encoding and file type
                     // checked, and nothing but a regular file opened.
                     let text = match load::read(&path, shown.clone()) {
@@ -220,7 +179,7 @@ fn files(
         .collect();
     out.sort();
     out.retain(|p| {
-        let shown = load::shown_path(cwd, p);
+        let shown = crate::paths::shown_path(cwd, p);
         // Not only links: `presets/` itself may be one.
         if let Err(d) = load::inside_root(root, p, &shown, "library file") {
             diags.push(d);
@@ -277,7 +236,7 @@ fn parse_preset(shown: &str, text: String) -> Result<Preset, Diagnostic> {
 /// must: a project's library is as much the repository's as its
 /// definitions.
 fn dockerfile_values(doc: &load::Document, preset: &Preset) -> Result<(), Diagnostic> {
-    use crate::validate::{REFERENCE_HINT, dockerfile_path_error, reference_error};
+    use crate::grammar::{REFERENCE_HINT, dockerfile_path_error, reference_error};
     let at = |pointer: &str, why: String, hint: &str| {
         Err(Diagnostic::new(why)
             .path(doc.dotted(pointer))
@@ -314,7 +273,10 @@ fn dockerfile_values(doc: &load::Document, preset: &Preset) -> Result<(), Diagno
     for (version, images) in &preset.versions {
         for (variant, image) in [("cpu", &images.cpu), ("gpu", &images.gpu)] {
             if let Some(why) = reference_error(image) {
-                let pointer = format!("/versions/{}/{variant}", load::pointer_segment(version));
+                let pointer = format!(
+                    "/versions/{}/{variant}",
+                    crate::source::pointer_segment(version)
+                );
                 return at(&pointer, why, REFERENCE_HINT);
             }
         }

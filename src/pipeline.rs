@@ -8,10 +8,11 @@ use crate::diagnostic::{self, Diagnostic};
 use crate::emit::{self, Tree};
 use crate::image::ContextPrint;
 use crate::library::Library;
-use crate::load::project::Project;
 use crate::load::{self, Document};
 use crate::model::Job;
 use crate::model::project::{Resource, Variant};
+use crate::plan::stream::{Sink, Taken};
+use crate::project::Project;
 use crate::source::SourceFile;
 use crate::variant;
 use crate::{limits, par, validate};
@@ -34,7 +35,10 @@ pub fn files(
     exclude.extend(project.file.clone());
     let files = load::discover(&project.root, cwd, &roots, &exclude)?;
     if files.is_empty() {
-        let shown: Vec<String> = roots.iter().map(|r| load::shown_path(cwd, r)).collect();
+        let shown: Vec<String> = roots
+            .iter()
+            .map(|r| crate::paths::shown_path(cwd, r))
+            .collect();
         return Err(vec![Diagnostic::new(format!("no definitions found in {}", shown.join(", "))).hint(
             "pass definition files or directories, or list them under `sources` in trainc.yaml (`trainc init` writes a starter)",
         )]);
@@ -60,8 +64,8 @@ pub fn load(
     let parsed = std::thread::scope(|s| {
         s.spawn(validate::schema::warm);
         par::map(&files, |path| {
-            let name = load::display_name(&project.root, path);
-            load::read_as(path, name, load::shown_path(cwd, path)).and_then(|f| {
+            let name = crate::paths::display_name(&project.root, path);
+            load::read_as(path, name, crate::paths::shown_path(cwd, path)).and_then(|f| {
                 let docs = if emit::is_generated(f.text.as_bytes()) {
                     None
                 } else {
@@ -508,18 +512,6 @@ pub struct Set<'a> {
     /// What its root kustomization lists besides the jobs.
     pub resources: &'a [Resource],
 }
-
-/// Where a build puts each job's files as they are rendered, instead of
-/// holding them in a tree until every job is rendered: see
-/// [`crate::plan::stream`].
-pub trait Sink: Sync {
-    /// Whether the files of the set `set` (an index into the sets) go here.
-    fn streams(&self, set: usize) -> bool;
-    /// Takes the files one job made for `set`: what became of each.
-    fn take(&self, set: usize, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)>;
-}
-
-pub use crate::plan::stream::Taken;
 
 /// What a build compiled for one [`Set`].
 #[derive(Debug)]

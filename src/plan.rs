@@ -605,6 +605,14 @@ fn remove_stages(root: &Path) {
     }
 }
 
+/// The hash a build keeps of a file's bytes: the first 128 bits of their
+/// SHA-256, in hex. The build cache compares a directory with its record
+/// by it.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest as _, Sha256};
+    hex::encode(&Sha256::digest(bytes)[..16])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,9 +20,9 @@ mod audit;
 
 use crate::diagnostic::Diagnostic;
 use crate::emit;
-use crate::guard::{clean, real};
-use crate::load::project::Project;
 use crate::model::project::Resource;
+use crate::paths::{clean, real};
+use crate::project::Project;
 
 /// The names Kustomize looks for in a directory.
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];

@@ -130,3 +130,8 @@ mod tests {
         assert_eq!(byte_of(text, 9, 1), text.len());
     }
 }
+
+/// Escapes a key for use as one JSON-pointer segment (RFC 6901).
+pub fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}

@@ -35,7 +35,7 @@ fn definition(dir: &Path, name: &str, replicas: [u32; 3], spec_line: &str) {
 
 /// The project in `dir`, checked and with its images resolved.
 fn jobs(dir: &Path) -> Vec<Job> {
-    let project = trainc::load::project::Project::discover(dir, None).expect("project");
+    let project = trainc::project::Project::discover(dir, None).expect("project");
     let (mut jobs, _) = pipeline::check(&project, dir, &[]).expect("valid");
     pipeline::images(&project, &mut jobs, &project.build_output).expect("images");
     jobs

@@ -527,7 +527,7 @@ fn patch_paths_stop_at_values_without_fields() {
 #[test]
 fn rendering_stops_at_the_output_limit() {
     let dir = scratch_example("mnist");
-    let project = trainc::load::project::Project::discover(dir.path(), None).expect("project");
+    let project = trainc::project::Project::discover(dir.path(), None).expect("project");
     let (mut jobs, _) = trainc::pipeline::check(&project, dir.path(), &[]).expect("valid");
     trainc::pipeline::images(&project, &mut jobs, &project.build_output).expect("images");
     assert!(trainc::pipeline::render_within(&jobs, 10 * 1024 * 1024).is_ok());

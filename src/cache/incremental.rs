@@ -37,7 +37,6 @@ use super::key::source_hash;
 use super::snapshot::{self, Entry, Kind, Sig};
 use crate::emit;
 use crate::image::{BAKE_FILE, ImageBuild};
-use crate::load;
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::{self, Change, Found, Op, Plan};
 
@@ -144,7 +143,7 @@ impl State {
 fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
     let all: Vec<(&String, &Vec<u8>)> = tree.iter().collect();
     crate::par::map(&all, |(rel, bytes)| {
-        ((*rel).clone(), snapshot::content_hash(bytes))
+        ((*rel).clone(), crate::plan::content_hash(bytes))
     })
     .into_iter()
     .collect()
@@ -335,7 +334,7 @@ impl Incremental {
 
 /// How messages name a definition file.
 fn shown(req: &super::Request, path: &Path) -> String {
-    load::shown_path(req.cwd, path)
+    crate::paths::shown_path(req.cwd, path)
 }
 
 /// Compiles the definition files that changed since the build recorded in
@@ -457,7 +456,7 @@ fn part_of(compiled: &Compiled, set: usize) -> Result<usize, String> {
 /// The root kustomization's entries of `set` besides its jobs, whose
 /// namespaces are `namespaces`.
 fn extra_of(
-    project: &crate::load::project::Project,
+    project: &crate::project::Project,
     set: &Set,
     namespaces: &BTreeSet<&str>,
 ) -> Result<Vec<String>, String> {
@@ -960,7 +959,7 @@ impl Planner<'_> {
                 (want.hash.clone(), Some(true))
             }
             Some((path, Want::Bytes(new))) => {
-                let hash = snapshot::content_hash(&new);
+                let hash = crate::plan::content_hash(&new);
                 if vouched == Some(hash.as_str()) {
                     self.kept += 1;
                     (hash, Some(true))
@@ -969,7 +968,7 @@ impl Planner<'_> {
                         plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
                             .map_err(|d| format!("{}; the build will report it", d.message))?;
                     let hash = match &change.old {
-                        Some(old) => snapshot::content_hash(old),
+                        Some(old) => crate::plan::content_hash(old),
                         None => hash,
                     };
                     self.changes.push(change);
@@ -986,7 +985,7 @@ impl Planner<'_> {
                     Some(h) if !temp && h.starts_with("head:") => (h.to_owned(), None),
                     _ => match plan::read_owned(&path, rel) {
                         Ok(Found::Owned(old)) => {
-                            let hash = snapshot::content_hash(&old);
+                            let hash = crate::plan::content_hash(&old);
                             self.changes.push(Change {
                                 path: rel.to_owned(),
                                 op: Op::Delete,
@@ -1002,14 +1001,14 @@ impl Planner<'_> {
                                 old: None,
                                 new: Vec::new(),
                             });
-                            (format!("head:{}", snapshot::content_hash(&head)), None)
+                            (format!("head:{}", crate::plan::content_hash(&head)), None)
                         }
                         Ok(Found::Foreign(head)) => (
-                            format!("head:{}", snapshot::content_hash(&head)),
+                            format!("head:{}", crate::plan::content_hash(&head)),
                             Some(false),
                         ),
                         Ok(Found::TooLarge(head)) => (
-                            format!("head:{}", snapshot::content_hash(&head)),
+                            format!("head:{}", crate::plan::content_hash(&head)),
                             Some(true),
                         ),
                         Err(_) if temp => {

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::load::project::Project;
 use crate::pipeline;
+use crate::project::Project;
 
 /// What one invocation builds: the same request finds the same record.
 #[derive(Debug, Clone)]
@@ -103,7 +103,7 @@ impl Request<'_> {
 
 /// The hash of a definition file's text, as records keep it.
 pub fn source_hash(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes())[..16])
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
 }
 
 /// The running binary: a rebuilt trainc may render differently, so its
@@ -146,18 +146,6 @@ impl Hasher {
     }
 
     fn finish(self) -> String {
-        hex(&self.0.finalize()[..16])
+        hex::encode(&self.0.finalize()[..16])
     }
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    // Bytes first, one check at the end: pushing `char`s cost a no-op
-    // build about 500 instructions a hash (it decodes 100,000 at 5,000 jobs).
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = vec![0; bytes.len() * 2];
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 0xf)];
-    }
-    String::from_utf8(out).unwrap_or_default()
 }

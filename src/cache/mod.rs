@@ -32,8 +32,8 @@ pub use key::Request;
 use sha2::{Digest as _, Sha256};
 use snapshot::Entry;
 
-use crate::guard::real;
 use crate::image::ContextPrint;
+use crate::paths::real;
 use crate::pipeline::Read;
 use crate::plan::{Change, Op, Plan};
 
@@ -138,8 +138,8 @@ fn inputs(req: &Request) -> Result<Inputs, String> {
     let paths = crate::pipeline::files(project, req.cwd, req.paths).map_err(|_| cannot)?;
     // Each file hashed once, where it was read.
     let read = crate::par::map(&paths, |p| {
-        let name = crate::load::display_name(&project.root, p);
-        let f = crate::load::read_as(p, name, crate::load::shown_path(req.cwd, p)).ok()?;
+        let name = crate::paths::display_name(&project.root, p);
+        let f = crate::load::read_as(p, name, crate::paths::shown_path(req.cwd, p)).ok()?;
         let hash = key::source_hash(&f.text);
         Some((f, hash))
     });
@@ -328,7 +328,7 @@ impl Cache {
                     None if c.new.is_empty() => {
                         return Err(format!("the hash of {} is not known", c.path));
                     }
-                    None => std::borrow::Cow::Owned(snapshot::content_hash(&c.new)),
+                    None => std::borrow::Cow::Owned(crate::plan::content_hash(&c.new)),
                 };
                 files.insert(c.path.as_str(), hash);
             }
@@ -613,7 +613,7 @@ fn sweep(builds: &Path) {
 /// The content hash of a file whose bytes its plan kept (an incremental
 /// build's).
 fn bytes_hash(c: &Change) -> std::io::Result<String> {
-    Ok(snapshot::content_hash(&c.new))
+    Ok(crate::plan::content_hash(&c.new))
 }
 
 /// How messages name a directory: as status lines do, after resolving

@@ -22,8 +22,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
 
-use sha2::{Digest as _, Sha256};
-
 /// One entry below an output root, in walk order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -128,17 +126,13 @@ pub fn mark() -> i128 {
         .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
 }
 
-pub fn content_hash(bytes: &[u8]) -> String {
-    super::key::hex(&Sha256::digest(bytes)[..16])
-}
-
 /// The hash of what a plan looks at in the file at `rel` (`path` on disk):
-/// all of a file trainc owns (its [`content_hash`], as of the bytes a build
+/// all of a file trainc owns (its [`content_hash`](crate::plan::content_hash), as of the bytes a build
 /// writes), only the first bytes of any other, which is all a plan reads of
 /// it; and whether trainc owns it. A foreign file of any size costs one
 /// bounded read.
 pub fn file_hash(rel: &str, path: &Path) -> io::Result<(String, bool)> {
-    use crate::plan::{Found, read_owned};
+    use crate::plan::{Found, content_hash, read_owned};
     Ok(match read_owned(path, rel)? {
         Found::Owned(bytes) => (content_hash(&bytes), true),
         // Never equal to the hash of a whole file.

@@ -1,8 +1,8 @@
 //! The build cache's own tests: the record, the sweep, the directory.
 
 use super::*;
-use crate::load::project::Project;
 use crate::plan::Change;
+use crate::project::Project;
 
 /// A stray file that appears between the plan and the record (a generated
 /// file the plan would have pruned, or a file it wrote going missing)
@@ -409,7 +409,7 @@ fn a_snapshot_from_the_plan_alone_is_checked_by_the_next_walk() {
     }
     let m = snapshot::mark();
     let s = snapshot::after(&root, Vec::new(), &plan, m, |c| {
-        Ok(snapshot::content_hash(&c.new))
+        Ok(crate::plan::content_hash(&c.new))
     })
     .unwrap();
     let paths: Vec<&str> = s.iter().map(|e| e.path.as_str()).collect();

@@ -18,7 +18,7 @@ pub(super) fn init(
     let written = crate::init::init(cwd, &dir, starter, force).map_err(fail(format.findings()))?;
     let files: Vec<String> = written
         .iter()
-        .map(|f| crate::load::display_name(cwd, &dir.join(f)))
+        .map(|f| crate::paths::display_name(cwd, &dir.join(f)))
         .collect();
     match format {
         SummaryFormat::Text => {

@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diagnostic::{self, Diagnostic, plural};
-use crate::load::project::Project;
+use crate::model::definition::RoleKind;
 use crate::model::definition::Target;
-use crate::model::job::RoleKind;
+use crate::project::Project;
 use crate::validate::schema;
 
 #[derive(Debug, Parser)]

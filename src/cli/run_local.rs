@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::{Color, Failure, Out, RunArgs, Status, SummaryFormat, fail, plural, warn};
 use crate::diagnostic::Diagnostic;
-use crate::load::project::Project;
 use crate::pipeline;
+use crate::project::Project;
 
 /// `trainc run --local`. Takes stdout by value: it is released before the
 /// tasks start, so their output is not held behind its lock.

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use super::{Failure, Inputs, Output, plural};
 use crate::build::{Set, Targets};
 use crate::diagnostic::Diagnostic;
-use crate::load::project::Project;
 use crate::plan::{Op, Plan};
+use crate::project::Project;
 use crate::{guard, pipeline};
 
 /// The variants `--variant` names, or an error; none for none.

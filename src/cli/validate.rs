@@ -6,7 +6,7 @@ use std::path::Path;
 use super::targets::selected;
 use super::{Color, Deny, Failure, Format, Inputs, Out, Status, fail, plural, warn};
 use crate::build::{Set, Targets};
-use crate::load::project::Project;
+use crate::project::Project;
 use crate::{pipeline, report};
 use serde_json::json;
 

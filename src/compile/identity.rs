@@ -19,10 +19,10 @@ use sha2::{Digest, Sha256};
 
 use crate::compile::storage;
 use crate::model::Job;
+use crate::model::definition::RoleKind;
 use crate::model::definition::Strategy;
 use crate::model::job::{
-    EmptyDir, Framework, Patch, Projection, Pytorch, Role, RoleKind, RunPolicy, Security,
-    VolumeSource,
+    EmptyDir, Framework, Patch, Projection, Pytorch, Role, RunPolicy, Security, VolumeSource,
 };
 use crate::names;
 

@@ -14,21 +14,23 @@
 //! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
 //! has, and restarts every node together when one fails.
 
-use super::target::Named;
+use super::Named;
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::compile::crd::{
     FailurePolicy, FailurePolicyRule, JobSet, JobSetSpec, Network, ReplicatedJob, SuccessPolicy,
 };
+use crate::compile::index::Index;
 use crate::compile::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::patch::Finding;
-use crate::compile::pod::{Index, Program};
+use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::load::Findings;
+use crate::model::definition::RoleKind;
 use crate::model::definition::{Framework as FrameworkKind, TrainingJob};
-use crate::model::job::{Framework, RoleKind};
+use crate::model::job::Framework;
 use crate::names;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).

@@ -16,7 +16,7 @@
 //! fails it at once and stops the others: static rendezvous cannot take a
 //! node back alone (see [`crate::compile::pytorch`]).
 
-use super::target::{Named, Objects};
+use super::{Named, Objects};
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyRule,
@@ -24,12 +24,14 @@ use k8s_openapi::api::batch::v1::{
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
 use crate::compile::family::{self, Family, Tasks};
+use crate::compile::index::Index;
 use crate::compile::patch::Finding;
-use crate::compile::pod::{Index, Program};
+use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::model::definition::Framework as FrameworkKind;
-use crate::model::job::{Framework, Role, RoleKind};
+use crate::model::definition::RoleKind;
+use crate::model::job::{Framework, Role};
 use crate::names;
 
 /// Output-format version of this target: bump it whenever a release renders

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::model::Job;
-use crate::model::job::RoleKind;
+use crate::model::definition::RoleKind;
 
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const NAME: &str = "app.kubernetes.io/name";

@@ -9,6 +9,7 @@
 pub mod crd;
 pub mod family;
 pub mod identity;
+pub mod index;
 pub mod jobset;
 pub mod kubernetes;
 mod meta;
@@ -36,7 +37,7 @@ pub use meta::{FORMAT as FORMAT_ANNOTATION, RUN as RUN_LABEL};
 pub use tensorflow::ClusterSpec;
 
 use crate::model::Job;
-use crate::model::definition::Target;
+use crate::model::definition::{Framework, RoleKind, Target};
 
 /// A typed Kubernetes object of any kind trainc generates. Serializes as the
 /// object itself.
@@ -177,19 +178,55 @@ impl<'a> Run<'a> {
     }
 }
 
+/// A run's own objects, with the tasks written as families.
+#[derive(Debug, Default)]
+pub struct Objects {
+    pub manifests: Vec<Manifest>,
+    /// A role's tasks rendered from one template (see [`Family`]).
+    pub families: Vec<Family>,
+}
+
+impl From<Vec<Manifest>> for Objects {
+    fn from(manifests: Vec<Manifest>) -> Self {
+        Self {
+            manifests,
+            families: Vec::new(),
+        }
+    }
+}
+
+/// An object a run creates, for the name length and collision checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub kind: &'static str,
+    pub name: String,
+    /// The longest the name may be.
+    pub limit: usize,
+}
+
+impl Named {
+    pub fn new(kind: &'static str, name: String, limit: usize) -> Self {
+        Self { kind, name, limit }
+    }
+}
+
+/// The objects a run creates, given its framework, its name and its roles
+/// with their replicas.
+pub type NamesOf = fn(Framework, &str, &[(RoleKind, u32)]) -> Vec<Named>;
+
 /// The run's own objects, as its target writes them, every task's object
 /// compiled.
 pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
     Ok(objects(run, Tasks::Each)?.manifests)
 }
 
-fn objects(run: &Run, tasks: Tasks) -> Result<target::Objects, patch::Finding> {
+fn objects(run: &Run, tasks: Tasks) -> Result<Objects, patch::Finding> {
     (target::backend(run.job.target).compile)(run, tasks)
 }
 
 pub fn compile(job: &Job, tasks: Tasks) -> Result<CompiledJob, String> {
     let run = Run::of(job)?;
-    let target::Objects {
+    let Objects {
         mut manifests,
         families,
     } = objects(&run, tasks)

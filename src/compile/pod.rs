@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
+use crate::compile::index::{INDEX_VAR, Index};
 use crate::compile::tensorflow::{self, ClusterSpec};
 use crate::compile::{meta, patch, pytorch, security, storage};
 use crate::model::Job;
@@ -25,10 +26,6 @@ use crate::model::job::{EnvSource, EnvValue, Role, hyperparameter_env_name};
 pub const PORT_NAME: &str = "tf";
 pub const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
-
-/// The variable holding a task's index where the pod template is shared by
-/// several tasks and the index comes from a pod label at run time.
-pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
 
 /// The program's container: named after the framework, which is the name
 /// the Kubeflow operators look for.
@@ -41,32 +38,6 @@ pub fn port_name(job: &Job) -> &'static str {
     match job.framework.kind() {
         Framework::Tensorflow => PORT_NAME,
         Framework::Pytorch => pytorch::PORT_NAME,
-    }
-}
-
-/// Where a task's index comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Index {
-    /// One pod template per task: the index is written out.
-    Fixed(u32),
-    /// One pod template for several tasks: the index is the value of this
-    /// pod label, read into [`INDEX_VAR`] through the downward API and
-    /// expanded by Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other
-    /// variables and in arguments.
-    Label(&'static str),
-    /// One pod template for several tasks, whose operator gives each its
-    /// index in this variable.
-    Env(&'static str),
-}
-
-impl Index {
-    /// The index as it appears in variables and flags.
-    pub fn render(self) -> String {
-        match self {
-            Index::Fixed(i) => i.to_string(),
-            Index::Label(_) => format!("$({INDEX_VAR})"),
-            Index::Env(var) => format!("$({var})"),
-        }
     }
 }
 

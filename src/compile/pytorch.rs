@@ -12,11 +12,12 @@
 //! or fails as a whole (plain Jobs, PyTorchJob), never one node at a time.
 
 use crate::compile::Run;
-use crate::compile::pod::Index;
+use crate::compile::index::Index;
 use crate::load::Findings;
+use crate::model::definition::RoleKind;
 use crate::model::definition::{Target, TrainingJob};
 use crate::model::job::env_scopes;
-use crate::model::job::{Framework, Role, RoleKind, target_of};
+use crate::model::job::{Framework, Role, target_of};
 use crate::model::project::Defaults;
 
 /// The program that starts a node's processes.

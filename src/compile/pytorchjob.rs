@@ -15,17 +15,19 @@
 //! node fails it (see [`crate::compile::pytorch`] for why no node restarts
 //! alone), and `cleanPodPolicy: Running` then stops the others.
 
-use super::target::Named;
+use super::Named;
 use std::collections::BTreeMap;
 
 use crate::compile::crd::{
     KubeflowRunPolicy, PyTorchJob, PyTorchJobSpec, ReplicaSpec, SchedulingPolicy,
 };
+use crate::compile::index::Index;
 use crate::compile::patch::Finding;
-use crate::compile::pod::{Index, Program};
+use crate::compile::pod::Program;
 use crate::compile::pytorch::Launch;
 use crate::compile::{Manifest, Run, meta, pod};
-use crate::model::job::{Framework, RoleKind};
+use crate::model::definition::RoleKind;
+use crate::model::job::Framework;
 use crate::names;
 
 /// Output-format version of this target (see [`super::kubernetes::FORMAT`]).

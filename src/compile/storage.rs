@@ -18,8 +18,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 
 use crate::compile::{Manifest, meta};
 use crate::model::Job;
+use crate::model::definition::RoleKind;
 use crate::model::definition::Selector;
-use crate::model::job::{self, Projection, PvSource, RoleKind, VolumeSource};
+use crate::model::job::{self, Projection, PvSource, VolumeSource};
 use crate::names;
 
 pub const COMPONENT: &str = "storage";

@@ -4,47 +4,10 @@
 //! [`BACKENDS`].
 
 use super::patch::Finding;
-use super::{Family, Manifest, Run, Tasks};
+use super::{NamesOf, Objects, Run, Tasks};
 use super::{jobset, kubernetes, pytorchjob, tfjob};
 use crate::load::Findings;
 use crate::model::definition::{Framework, Target, TrainingJob};
-use crate::model::job::RoleKind;
-
-/// A run's own objects, with the tasks written as families.
-#[derive(Debug, Default)]
-pub struct Objects {
-    pub manifests: Vec<Manifest>,
-    /// A role's tasks rendered from one template (see [`Family`]).
-    pub families: Vec<Family>,
-}
-
-impl From<Vec<Manifest>> for Objects {
-    fn from(manifests: Vec<Manifest>) -> Self {
-        Self {
-            manifests,
-            families: Vec::new(),
-        }
-    }
-}
-
-/// An object a run creates, for the name length and collision checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Named {
-    pub kind: &'static str,
-    pub name: String,
-    /// The longest the name may be.
-    pub limit: usize,
-}
-
-impl Named {
-    pub fn new(kind: &'static str, name: String, limit: usize) -> Self {
-        Self { kind, name, limit }
-    }
-}
-
-/// The objects a run creates, given its framework, its name and its roles
-/// with their replicas.
-pub type NamesOf = fn(Framework, &str, &[(RoleKind, u32)]) -> Vec<Named>;
 
 /// What trainc asks of one target.
 pub struct Backend {

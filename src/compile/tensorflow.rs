@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-pub use crate::compile::pod::{INDEX_VAR, Index};
+use crate::compile::index::Index;
 use crate::load::Findings;
 use crate::model::Job;
+use crate::model::definition::RoleKind;
 use crate::model::definition::{Strategy, TrainingJob};
-use crate::model::job::RoleKind;
 
 /// Host lists by task type, in the order TensorFlow expects.
 #[derive(Debug, Clone)]

@@ -8,17 +8,18 @@
 //! success `cleanPodPolicy: Running` deletes the pods still running (the
 //! parameter servers).
 
-use super::target::Named;
+use super::Named;
 use std::collections::BTreeMap;
 
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
+use crate::compile::index::Index;
 use crate::compile::patch::Finding;
-use crate::compile::pod::{Index, Program};
+use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::load::Findings;
+use crate::model::definition::RoleKind;
 use crate::model::definition::{Strategy, TrainingJob};
-use crate::model::job::RoleKind;
 use crate::model::job::env_scopes;
 use crate::names;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::ImageBuild;
 use crate::emit;
-use crate::guard::clean;
+use crate::paths::clean;
 
 pub const BAKE_FILE: &str = "docker-bake.hcl";
 
@@ -77,7 +77,7 @@ pub fn dockerfile_from_context(
 ) -> String {
     let from = clean(&root.join(context));
     let to = clean(&build_output.join(path));
-    crate::load::display_name(&from, &to)
+    crate::paths::display_name(&from, &to)
 }
 
 #[cfg(test)]

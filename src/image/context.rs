@@ -196,7 +196,10 @@ fn scan(
         }
         field(&mut print, p.as_bytes());
     }
-    Ok((tag.map(|h| hex(&h.finalize())), hex(&print.finalize())))
+    Ok((
+        tag.map(|h| hex::encode(h.finalize())),
+        hex::encode(print.finalize()),
+    ))
 }
 
 /// Calls `each(relative path, path)` for every file of `context` that the
@@ -498,10 +501,6 @@ fn read_ignore(context: &Path) -> Result<Option<Vec<u8>>, String> {
         return Err(format!(".dockerignore is over the {max}-byte limit"));
     }
     Ok(Some(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Length-prefixed, so no two different inputs give the same byte stream.

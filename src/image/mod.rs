@@ -19,7 +19,6 @@ use sha2::Digest as _;
 use crate::diagnostic::Diagnostic;
 use crate::emit::Tree;
 use crate::library::Library;
-use crate::load;
 use crate::model::Job;
 
 pub use bake::BAKE_FILE;
@@ -91,7 +90,7 @@ pub fn bake_file(builds: &[ImageBuild], root: &Path, build_output: &Path) -> Vec
         .collect();
     bake::render(
         builds,
-        &load::display_name(root, build_output),
+        &crate::paths::display_name(root, build_output),
         &dockerfiles,
     )
     .into_bytes()
@@ -112,7 +111,7 @@ pub fn builds(
             dockerfile::TEMPLATE
         ))]
     })?;
-    let out_shown = load::display_name(root, build_output);
+    let out_shown = crate::paths::display_name(root, build_output);
     // The path goes into comment lines of the Dockerfile and the bake file:
     // a line break would end the comment and start an instruction.
     if out_shown
@@ -128,7 +127,7 @@ pub fn builds(
         ]);
     }
     let bake_shown = format!("{out_shown}/{BAKE_FILE}");
-    let top = crate::load::project::repository_top(root);
+    let top = crate::paths::repository_top(root);
     let template = dockerfile::Template::new(dockerfile::TEMPLATE, template);
     let tb_template = library
         .template(dockerfile::TENSORBOARD_TEMPLATE)

@@ -3,7 +3,6 @@
 mod events;
 mod findings;
 mod node;
-pub mod project;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,10 +11,11 @@ use serde_json::Value;
 use serde_saphyr::{DuplicateKeyPolicy, Spanned};
 
 pub use findings::Findings;
-pub use node::{NodePos, SpanIndex, pointer_segment};
+pub use node::{NodePos, SpanIndex};
 
 use crate::diagnostic::Diagnostic;
-use crate::source::{Location, Pos, SourceFile};
+use crate::paths::shown_path;
+use crate::source::{Location, Pos, SourceFile, pointer_segment};
 
 /// Larger inputs are refused before parsing: no hand-written definition comes
 /// near this, and it bounds the memory a hostile file can make us use.
@@ -743,106 +743,6 @@ pub fn discover(
     Ok(files)
 }
 
-/// A directory as messages name it: relative below the working directory,
-/// absolute elsewhere (`../../../tmp/x` helps nobody).
-pub fn shown_dir(cwd: &Path, dir: &Path) -> String {
-    let s = display_name(cwd, dir);
-    if s.is_empty() {
-        ".".to_owned()
-    } else if s.starts_with("../") {
-        dir.to_string_lossy().into_owned()
-    } else {
-        s
-    }
-}
-
-/// [`shown_dir`] in a project whose `root` holds the working directory: a
-/// directory of the project is named relative to the working directory
-/// even above it (`../deploy` when trainc runs in `jobs/`), as git names
-/// paths; any other outside it, absolutely.
-pub fn shown_dir_in(root: &Path, cwd: &Path, dir: &Path) -> String {
-    let s = display_name(cwd, dir);
-    let inside = |p: &Path| {
-        let d = display_name(root, p);
-        !d.starts_with("..") && !d.starts_with('/')
-    };
-    if s.starts_with("../") && cwd.starts_with(root) && inside(dir) {
-        s
-    } else {
-        shown_dir(cwd, dir)
-    }
-}
-
-/// A file or directory as messages name it: relative to the working
-/// directory (`.` for itself), climbing out with `..`.
-pub fn shown_path(cwd: &Path, path: &Path) -> String {
-    let s = display_name(cwd, path);
-    if s.is_empty() { ".".to_owned() } else { s }
-}
-
-/// How a path is shown to users and in generated headers: relative to the
-/// project root when it lies below it, with `/` separators on every platform.
-/// A relative path cleaned lexically and `/`-separated: `jobs/../train` →
-/// `train`, `jobs/./x` → `jobs/x`, nothing → `.`. Leading `..` stay.
-pub fn normalize(path: &Path) -> String {
-    use std::path::Component;
-    let mut parts: Vec<String> = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if parts.last().is_some_and(|p| p != "..") => {
-                parts.pop();
-            }
-            other => parts.push(other.as_os_str().to_string_lossy().into_owned()),
-        }
-    }
-    if parts.is_empty() {
-        ".".to_owned()
-    } else {
-        parts.join("/")
-    }
-}
-
-pub fn display_name(root: &Path, path: &Path) -> String {
-    use std::path::Component;
-    // Most paths are below the root: what follows it, without collecting
-    // both paths' components (every build names every definition file).
-    if let Ok(rest) = path.strip_prefix(root) {
-        let mut out = String::with_capacity(rest.as_os_str().len());
-        for c in rest
-            .components()
-            .filter(|c| !matches!(c, Component::CurDir))
-        {
-            if !out.is_empty() {
-                out.push('/');
-            }
-            out.push_str(&c.as_os_str().to_string_lossy());
-        }
-        return out;
-    }
-    // Outside the root the path climbs out with `..`, so it still does not
-    // depend on where the repository is checked out.
-    let normal = |p: &Path| -> Vec<String> {
-        p.components()
-            .filter(|c| !matches!(c, Component::CurDir))
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect()
-    };
-    let (root_parts, parts) = (normal(root), normal(path));
-    let common = root_parts
-        .iter()
-        .zip(&parts)
-        .take_while(|(a, b)| a == b)
-        .count();
-    if common == 0 && !root_parts.is_empty() {
-        return path.to_string_lossy().into_owned();
-    }
-    let (root, path) = (root_parts, parts);
-    let mut parts: Vec<String> = vec!["..".to_owned(); root.len() - common];
-    parts.extend(path[common..].iter().cloned());
-    parts.join("/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -897,43 +797,6 @@ mod tests {
         assert_eq!(e.path.as_deref(), Some("n[1]"));
         let pos = e.location.unwrap().pos;
         assert_eq!((pos.line, pos.column), (1, 8));
-    }
-
-    #[test]
-    fn paths_normalize_lexically() {
-        assert_eq!(normalize(Path::new("jobs/../train")), "train");
-        assert_eq!(normalize(Path::new("./jobs/./x")), "jobs/x");
-        assert_eq!(normalize(Path::new("../a/../../b")), "../../b");
-        assert_eq!(normalize(Path::new("jobs/..")), ".");
-    }
-
-    #[test]
-    fn display_names_are_relative_to_the_root() {
-        let root = Path::new("/repo/ml");
-        assert_eq!(
-            display_name(root, Path::new("/repo/ml/jobs/a.yaml")),
-            "jobs/a.yaml"
-        );
-        assert_eq!(
-            display_name(root, Path::new("/repo/shared/b.yaml")),
-            "../shared/b.yaml"
-        );
-        assert_eq!(display_name(root, Path::new("/repo/ml")), "");
-        assert_eq!(display_name(Path::new("/"), Path::new("/x/y")), "x/y");
-        // `.` components count for nothing, below the root or not.
-        for (root, path) in [
-            ("/repo/ml", "/repo/ml/./jobs//a.yaml"),
-            ("./ml", "ml/jobs/a.yaml"),
-            ("ml", "./ml/jobs/a.yaml"),
-            (".", "./jobs/a.yaml"),
-            (".", "jobs/a.yaml"),
-        ] {
-            assert_eq!(
-                display_name(Path::new(root), Path::new(path)),
-                "jobs/a.yaml",
-                "{root} {path}"
-            );
-        }
     }
 
     #[test]

@@ -223,11 +223,6 @@ fn to_pos(loc: serde_saphyr::Location) -> Pos {
     }
 }
 
-/// Escapes a key for use as one JSON-pointer segment (RFC 6901).
-pub fn pointer_segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 /// Converts a spanned tree to a JSON value, filling `index`. Duplicate keys never
 /// reach here: the parser is configured to refuse them.
 pub(crate) fn into_json(root: Spanned<Node>, index: &mut SpanIndex) -> Value {
@@ -293,7 +288,7 @@ fn convert(node: Node, pointer: &mut String, index: &mut SpanIndex) -> Value {
     }
 }
 
-/// [`pointer_segment`], appended to `pointer`.
+/// [`pointer_segment`](crate::source::pointer_segment), appended to `pointer`.
 pub(super) fn push_segment(pointer: &mut String, key: &str) {
     for c in key.chars() {
         match c {

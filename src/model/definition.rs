@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::load::pointer_segment;
-use crate::model::job::RoleKind;
+use crate::source::pointer_segment;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -78,6 +77,43 @@ impl Strategy {
             Strategy::ParameterServer => "parameter-server",
             Strategy::MultiWorkerMirrored => "multi-worker-mirrored",
             Strategy::DataParallel => "data-parallel",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleKind {
+    Chief,
+    Ps,
+    Worker,
+    Evaluator,
+}
+
+impl RoleKind {
+    pub const ALL: [RoleKind; 4] = [Self::Chief, Self::Ps, Self::Worker, Self::Evaluator];
+
+    /// The task type as TensorFlow spells it in `TF_CONFIG`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chief => "chief",
+            Self::Ps => "ps",
+            Self::Worker => "worker",
+            Self::Evaluator => "evaluator",
+        }
+    }
+
+    /// The role a name in a definition stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    pub fn of(self, roles: &Roles) -> Option<&Role> {
+        match self {
+            Self::Chief => roles.chief.as_ref(),
+            Self::Ps => roles.ps.as_ref(),
+            Self::Worker => roles.worker.as_ref(),
+            Self::Evaluator => roles.evaluator.as_ref(),
         }
     }
 }

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Affinity;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::library::Preset;
-use crate::model::definition::{self as def, HyperparameterStyle, Strategy, Target};
+use crate::model::definition::{self as def, HyperparameterStyle, RoleKind, Strategy, Target};
+use crate::model::preset::Preset;
 use crate::model::project::Defaults;
 
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -236,43 +236,6 @@ pub struct BuildInputs {
     /// Where the definition sets `build.context`, for errors found while
     /// hashing it.
     pub at: Option<crate::source::Location>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RoleKind {
-    Chief,
-    Ps,
-    Worker,
-    Evaluator,
-}
-
-impl RoleKind {
-    pub const ALL: [RoleKind; 4] = [Self::Chief, Self::Ps, Self::Worker, Self::Evaluator];
-
-    /// The task type as TensorFlow spells it in `TF_CONFIG`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chief => "chief",
-            Self::Ps => "ps",
-            Self::Worker => "worker",
-            Self::Evaluator => "evaluator",
-        }
-    }
-
-    /// The role a name in a definition stands for.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == name)
-    }
-
-    pub fn of(self, roles: &def::Roles) -> Option<&def::Role> {
-        match self {
-            Self::Chief => roles.chief.as_ref(),
-            Self::Ps => roles.ps.as_ref(),
-            Self::Worker => roles.worker.as_ref(),
-            Self::Evaluator => roles.evaluator.as_ref(),
-        }
-    }
 }
 
 /// Serialize: every field reaches the pod template, so all of it is part of
@@ -613,7 +576,7 @@ pub fn resolve(
             .unwrap_or_else(|| PathBuf::from(&b.context));
         BuildInputs {
             context: root.join(&dir),
-            context_shown: crate::load::normalize(&dir),
+            context_shown: crate::paths::normalize(&dir),
             entrypoint: b.entrypoint.clone(),
             requirements: b.requirements.clone(),
             repository: b.repository.clone(),

@@ -114,7 +114,7 @@ impl Variant {
     pub fn pointer(&self, key: &str) -> String {
         format!(
             "/variants/{}{}",
-            crate::load::pointer_segment(&self.name),
+            crate::source::pointer_segment(&self.name),
             if key.is_empty() {
                 String::new()
             } else {

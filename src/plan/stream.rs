@@ -132,9 +132,7 @@ impl Stager {
         let mut failed = None;
         let mut taken = Vec::with_capacity(files.len());
         for (rel, bytes) in files {
-            let hash = self
-                .hash
-                .then(|| crate::cache::snapshot::content_hash(&bytes));
+            let hash = self.hash.then(|| crate::plan::content_hash(&bytes));
             let len = bytes.len() as u64;
             taken.push((rel.clone(), Taken { len, hash }));
             match self.stage(&rel, &bytes, &mut checked) {
@@ -298,11 +296,21 @@ pub fn stage(plan: &Plan, pending: Pending) -> Result<super::Ready, Vec<Diagnost
     writer.stage_plan(plan, staged)
 }
 
-/// The stagers of a build's sets, by set: the [`crate::pipeline::Sink`]
+/// Where a build puts each job's files as they are rendered
+/// ([`crate::pipeline`]), instead of holding them in a tree until every
+/// job is rendered.
+pub trait Sink: Sync {
+    /// Whether the files of the set `set` (an index into the sets) go here.
+    fn streams(&self, set: usize) -> bool;
+    /// Takes the files one job made for `set`: what became of each.
+    fn take(&self, set: usize, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)>;
+}
+
+/// The stagers of a build's sets, by set: the [`Sink`]
 /// a streaming build renders into.
 pub struct Stagers(pub Vec<Option<Stager>>);
 
-impl crate::pipeline::Sink for Stagers {
+impl Sink for Stagers {
     fn streams(&self, set: usize) -> bool {
         self.0.get(set).is_some_and(Option::is_some)
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{KUSTOMIZATION_NAMES, clean};
-use crate::guard::real;
+use crate::paths::real;
 
 /// The most kustomization files one listed directory's audit reads: far
 /// more than a platform directory nests, and a bound on a loop of includes.

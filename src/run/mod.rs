@@ -11,13 +11,15 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::pod::{self, Index};
+use crate::compile::index::Index;
+use crate::compile::pod;
 use crate::compile::pytorch::{self, Launch, Rank};
 use crate::compile::tensorflow::{self, ClusterSpec};
 use crate::diagnostic::Diagnostic;
 use crate::model::Job;
+use crate::model::definition::RoleKind;
 use crate::model::definition::Strategy;
-use crate::model::job::{EnvValue, Framework, Role, RoleKind};
+use crate::model::job::{EnvValue, Framework, Role};
 use crate::names;
 
 pub use supervise::{Outcome, supervise};

@@ -7,8 +7,8 @@
 use crate::diagnostic::Diagnostic;
 use crate::limits::{MAX_OUTPUT_BYTES, mib, weight};
 use crate::load::Document;
+use crate::model::definition::RoleKind;
 use crate::model::definition::TrainingJob;
-use crate::model::job::RoleKind;
 
 /// `(role, replicas, bytes per task)` for each role with tasks: see
 /// [`per_task`].

@@ -20,7 +20,6 @@ use crate::model::job::{self, Job, namespace_of};
 use crate::model::project::Defaults;
 
 pub use budget::floor;
-pub use image::{REFERENCE_HINT, dockerfile_path_error, name_error, reference_error};
 
 /// Validates every document and resolves the valid ones. Findings from all
 /// documents are gathered, so one run reports everything.
@@ -30,7 +29,7 @@ pub struct Context<'a> {
     pub library: &'a Library,
     /// The project root: document names are relative to it.
     pub root: &'a Path,
-    /// The top of the repository ([`crate::load::project::Project::top`]):
+    /// The top of the repository ([`crate::project::Project::top`]):
     /// build contexts must resolve inside it.
     pub top: &'a Path,
     /// The directories trainc writes, with what each is: no build context

@@ -9,12 +9,13 @@ use serde_json::Value;
 
 use crate::compile::patch::{self, json, smp};
 use crate::diagnostic::Diagnostic;
+use crate::load::Document;
 use crate::load::Findings;
-use crate::load::{Document, pointer_segment};
 use crate::model::Job;
+use crate::model::definition::RoleKind;
 use crate::model::definition::TrainingJob;
-use crate::model::job::RoleKind;
 use crate::model::schema::Kube;
+use crate::source::pointer_segment;
 
 pub(super) fn check(cx: &mut Findings, def: &TrainingJob) {
     for (i, p) in def.spec.patches.iter().enumerate() {

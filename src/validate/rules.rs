@@ -4,18 +4,20 @@
 use std::collections::BTreeMap;
 
 use crate::compile;
-use crate::compile::pod::INDEX_VAR;
+use crate::compile::index::INDEX_VAR;
 use crate::diagnostic::Diagnostic;
-use crate::load::{Document, Findings, pointer_segment};
+use crate::load::{Document, Findings};
+use crate::model::definition::RoleKind;
 use crate::model::definition::{
     EnvFrom, EnvSource, EnvValue, Projection, Scalar, Selector, Toleration, TrainingJob, Volume,
     VolumeKind,
 };
 use crate::model::definition::{Framework, HyperparameterStyle, Target};
-use crate::model::job::{RoleKind, env_scopes, hyperparameter_env_name, namespace_of, target_of};
+use crate::model::job::{env_scopes, hyperparameter_env_name, namespace_of, target_of};
 use crate::model::project::Defaults;
 use crate::names;
 use crate::quantity;
+use crate::source::pointer_segment;
 
 /// Names trainc passes itself; a hyperparameter of the same name would give the
 /// program the flag twice.
@@ -1032,7 +1034,7 @@ pub fn generated(def: &TrainingJob, defaults: &Defaults) -> Vec<Generated> {
     let framework = def.framework();
     let by_target =
         (compile::target::backend(target_of(def, defaults)).generated)(framework, &run, &roles);
-    for compile::target::Named { kind, name, limit } in by_target {
+    for compile::Named { kind, name, limit } in by_target {
         add(kind, true, name, limit);
     }
     if def.spec.tensorboard.as_ref().is_some_and(|t| t.enabled) {

@@ -8,7 +8,8 @@ use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
-use crate::load::{Document, pointer_segment};
+use crate::load::Document;
+use crate::source::pointer_segment;
 use crate::suggest::did_you_mean;
 
 /// The project-file schema.

@@ -6,11 +6,12 @@
 
 use crate::compile::security::{self, Profile};
 use crate::load::Findings;
-use crate::load::pointer_segment;
+use crate::model::definition::RoleKind;
 use crate::model::definition::TrainingJob;
-use crate::model::job::{RoleKind, Security, namespace_of};
+use crate::model::job::{Security, namespace_of};
 use crate::model::project::Defaults;
 use crate::quantity;
+use crate::source::pointer_segment;
 
 /// The annotation that sets a container's AppArmor profile, before the
 /// container's name.

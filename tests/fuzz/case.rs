@@ -560,8 +560,7 @@ fn escapes(dir: &Path, args: &[String], memo: &mut Sandbox) -> Option<String> {
     if let Ok(text) = std::fs::read_to_string(dir.join(&explicit)) {
         let key = (explicit.clone(), text);
         let verdict = memo.projects.entry(key).or_insert_with(|| {
-            let project =
-                catch_unwind(|| trainc::load::project::Project::discover(dir, Some(&explicit)));
+            let project = catch_unwind(|| trainc::project::Project::discover(dir, Some(&explicit)));
             let Ok(Ok(p)) = project else { return None };
             let paths = p.sources.iter().chain(p.library.iter());
             for path in paths {

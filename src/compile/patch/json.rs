@@ -218,7 +218,7 @@ pub fn apply(doc: &mut Value, ops: &[Value], allowance: &mut Allowance) -> Resul
 fn show(tokens: &[String]) -> String {
     tokens
         .iter()
-        .map(|t| format!("/{}", crate::load::pointer_segment(t)))
+        .map(|t| format!("/{}", crate::source::pointer_segment(t)))
         .collect()
 }
 
@@ -446,7 +446,7 @@ pub fn unknown_fields(v: &Value, s: Kube, at: &str, out: &mut Vec<Problem>) {
     match v {
         Value::Object(o) => {
             for (k, x) in o {
-                let here = format!("{at}/{}", crate::load::pointer_segment(k));
+                let here = format!("{at}/{}", crate::source::pointer_segment(k));
                 if k.starts_with('$') && s.is_object() {
                     out.push(Problem {
                         at: here,

@@ -22,13 +22,15 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
-use super::pod::{CLUSTER_SPEC_VOLUME, INDEX_VAR};
+use super::index::INDEX_VAR;
+use super::pod::CLUSTER_SPEC_VOLUME;
 use super::{Object, Run, meta};
 use crate::limits::{MAX_PATCH_BYTES, mib};
-use crate::load::pointer_segment;
 use crate::model::Job;
-use crate::model::job::{Change, RoleKind};
+use crate::model::definition::RoleKind;
+use crate::model::job::Change;
 use crate::model::schema::{Kube, ListMerge};
+use crate::source::pointer_segment;
 
 /// What applying a patch found: where in the definition (a JSON pointer
 /// such as `/spec/patches/0/strategic/spec`), what, and how to fix it.

@@ -45,7 +45,7 @@ impl Problem {
 }
 
 fn child(at: &str, key: &str) -> String {
-    format!("{at}/{}", crate::load::pointer_segment(key))
+    format!("{at}/{}", crate::source::pointer_segment(key))
 }
 
 fn field_schema(schema: Option<Kube>, key: &str) -> Option<Kube> {

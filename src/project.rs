@@ -75,7 +75,7 @@ impl Project {
             .parent()
             .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
         let root = root.canonicalize().unwrap_or(root);
-        let shown = load::display_name(cwd, &file);
+        let shown = crate::paths::display_name(cwd, &file);
         // A `trainc.yaml` linked to a file elsewhere would be read, and its
         // text shown in errors: it must lie in the directory it names as root.
         load::inside_root(&root, &file, &shown, "project file").map_err(|d| vec![d])?;
@@ -120,7 +120,7 @@ impl Project {
             .variants
             .into_iter()
             .map(|(name, v)| {
-                let at = format!("/variants/{}", load::pointer_segment(&name));
+                let at = format!("/variants/{}", crate::source::pointer_segment(&name));
                 Variant {
                     output: root.join(&v.output),
                     build_output: v.build_output.as_deref().map(|b| root.join(b)),
@@ -224,13 +224,13 @@ impl Project {
     /// How messages name the file or directory `path`: from the working
     /// directory.
     pub fn shown(&self, path: &Path) -> String {
-        load::shown_path(&self.cwd, path)
+        crate::paths::shown_path(&self.cwd, path)
     }
 
     /// How messages name a directory trainc writes (see
-    /// [`load::shown_dir_in`]).
+    /// [`crate::paths::shown_dir_in`]).
     pub fn shown_dir(&self, dir: &Path) -> String {
-        load::shown_dir_in(&self.root, &self.cwd, dir)
+        crate::paths::shown_dir_in(&self.root, &self.cwd, dir)
     }
 
     /// The top of the repository the project lies in: the nearest
@@ -240,7 +240,7 @@ impl Project {
     /// `buildOutput`, build contexts) must resolve inside it; only the
     /// command line may point elsewhere.
     pub fn top(&self) -> PathBuf {
-        repository_top(&self.root)
+        crate::paths::repository_top(&self.root)
     }
 
     /// Whether the project file was found above the working directory,
@@ -269,14 +269,6 @@ pub fn find(cwd: &Path) -> Option<PathBuf> {
         }
     }
     None
-}
-
-/// [`Project::top`] for a project rooted at `root`.
-pub fn repository_top(root: &Path) -> PathBuf {
-    root.ancestors()
-        .find(|d| d.join(".git").symlink_metadata().is_ok())
-        .unwrap_or(root)
-        .to_path_buf()
 }
 
 /// The `resources` at `pointer` in the project file.

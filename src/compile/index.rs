@@ -1,0 +1,33 @@
+//! Where a task's index comes from, for the pod templates that write it
+//! into variables and flags ([`super::pod`], [`super::tensorflow`],
+//! [`super::pytorch`]).
+
+/// The variable holding a task's index where the pod template is shared by
+/// several tasks and the index comes from a pod label at run time.
+pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
+
+/// Where a task's index comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// One pod template per task: the index is written out.
+    Fixed(u32),
+    /// One pod template for several tasks: the index is the value of this
+    /// pod label, read into [`INDEX_VAR`] through the downward API and
+    /// expanded by Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other
+    /// variables and in arguments.
+    Label(&'static str),
+    /// One pod template for several tasks, whose operator gives each its
+    /// index in this variable.
+    Env(&'static str),
+}
+
+impl Index {
+    /// The index as it appears in variables and flags.
+    pub fn render(self) -> String {
+        match self {
+            Index::Fixed(i) => i.to_string(),
+            Index::Label(_) => format!("$({INDEX_VAR})"),
+            Index::Env(var) => format!("$({var})"),
+        }
+    }
+}
