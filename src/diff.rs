@@ -121,7 +121,10 @@ impl RunSide {
             None => return,
         };
         self.names.insert(run.to_owned());
-        if matches!(kind, "Job" | "JobSet" | "TFJob" | "PyTorchJob") {
+        if crate::compile::target::BACKENDS
+            .iter()
+            .any(|b| b.pods_kind == kind)
+        {
             self.requests.add(&cost::of_run_object(doc));
             self.kind = Some(kind.to_owned());
             self.format = Some(
@@ -149,7 +152,7 @@ impl RunSide {
 fn target_of_kind(kind: &str) -> &str {
     let registered = crate::compile::target::BACKENDS
         .iter()
-        .find(|b| b.run_kind == Some(kind));
+        .find(|b| b.run_object.is_some_and(|o| o.kind == kind));
     registered.map_or("kubernetes", |b| b.target.as_str())
 }
 

@@ -98,6 +98,11 @@ fn byte_of(text: &str, line: usize, column: usize) -> usize {
     text.len()
 }
 
+/// Escapes a key for use as one JSON-pointer segment (RFC 6901).
+pub fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,9 +134,4 @@ mod tests {
         assert_eq!(byte_of(text, 1, 4), 3);
         assert_eq!(byte_of(text, 9, 1), text.len());
     }
-}
-
-/// Escapes a key for use as one JSON-pointer segment (RFC 6901).
-pub fn pointer_segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }

@@ -291,7 +291,11 @@ fn parse_target(s: &str) -> Result<Target, String> {
     Target::ALL
         .into_iter()
         .find(|t| t.as_str() == s)
-        .ok_or_else(|| format!("unknown target `{s}`: use kubernetes, jobset, tfjob or pytorchjob"))
+        .ok_or_else(|| {
+            let names: Vec<&str> = Target::ALL.iter().map(|t| t.as_str()).collect();
+            let (last, rest) = names.split_last().unwrap_or((&"", &[]));
+            format!("unknown target `{s}`: use {} or {last}", rest.join(", "))
+        })
 }
 
 fn parse_replicas(s: &str) -> Result<(RoleKind, u32), String> {

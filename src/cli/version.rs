@@ -18,9 +18,7 @@
 
 use std::sync::LazyLock;
 
-use k8s_openapi::Resource;
-
-use crate::compile::crd::{JobSet, PyTorchJob, TfJob};
+use crate::compile::target::BACKENDS;
 
 /// The Kubernetes minor version whose API the generated objects follow:
 /// k8s-openapi's version feature in Cargo.toml (`v1_33`), which a test
@@ -55,12 +53,8 @@ pub fn long() -> &'static str {
             lines.push(format!("commit-date: {date}"));
         }
         lines.push(format!("kubernetes: {KUBERNETES}"));
-        for (kind, api_version) in [
-            (JobSet::KIND, JobSet::API_VERSION),
-            (TfJob::KIND, TfJob::API_VERSION),
-            (PyTorchJob::KIND, PyTorchJob::API_VERSION),
-        ] {
-            lines.push(format!("{kind}: {api_version}"));
+        for run in BACKENDS.iter().filter_map(|b| b.run_object) {
+            lines.push(format!("{}: {}", run.kind, run.api_version));
         }
         lines.join("\n")
     });

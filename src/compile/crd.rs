@@ -1,13 +1,14 @@
-//! Stage 3 (compile): typed custom resources that k8s-openapi does not know,
-//! limited to the fields trainc writes. Field names and shapes follow the
-//! CRDs in `shared/crds/` (JobSet `jobset.x-k8s.io/v1alpha2`, TFJob and
-//! PyTorchJob `kubeflow.org/v1` of the Training Operator v1.9); `tests/crd.rs` checks
-//! every generated object against them. Fields are declared in alphabetical
-//! order, after `apiVersion` and `kind`, so the YAML reads like k8s-openapi's.
+//! Stage 3 (compile): custom resources that k8s-openapi does not know,
+//! limited to the fields trainc writes: the `custom_resource!` macro a
+//! target declares its run object with (JobSet's is in `jobset.rs`), and
+//! the Kubeflow Training Operator v1's TFJob and PyTorchJob
+//! (`kubeflow.org/v1`, v1.9), which share their replica specs. Field names
+//! and shapes follow the CRDs in `shared/crds/`; `tests/crd.rs` checks every
+//! generated object against them. Fields are declared in alphabetical order,
+//! after `apiVersion` and `kind`, so the YAML reads like k8s-openapi's.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::batch::v1::JobTemplateSpec;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -19,7 +20,7 @@ macro_rules! custom_resource {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $ty {
-            pub metadata: ObjectMeta,
+            pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
             pub spec: $spec,
         }
 
@@ -32,17 +33,20 @@ macro_rules! custom_resource {
             type Scope = k8s_openapi::NamespaceResourceScope;
         }
 
-        impl Serialize for $ty {
+        impl serde::Serialize for $ty {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 use k8s_openapi::Resource;
-                type_meta(s, Self::API_VERSION, Self::KIND, &self.metadata, &self.spec)
+                $crate::compile::crd::type_meta(s, Self::API_VERSION, Self::KIND, &self.metadata, &self.spec)
             }
         }
     };
 }
 
+/// A target's own custom resources are declared with it in its module.
+pub(crate) use custom_resource;
+
 /// Serializes `apiVersion` and `kind` from the type, as k8s-openapi does.
-fn type_meta<S: serde::Serializer, T>(
+pub(crate) fn type_meta<S: serde::Serializer, T>(
     s: S,
     api_version: &str,
     kind: &str,
@@ -59,68 +63,6 @@ where
     st.serialize_field("metadata", metadata)?;
     st.serialize_field("spec", spec)?;
     st.end()
-}
-
-custom_resource!(
-    /// A JobSet: a group of Jobs that start, succeed, fail and restart together.
-    JobSet(JobSetSpec), "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"
-);
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JobSetSpec {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure_policy: Option<FailurePolicy>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network: Option<Network>,
-    pub replicated_jobs: Vec<ReplicatedJob>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub success_policy: Option<SuccessPolicy>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttl_seconds_after_finished: Option<i32>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FailurePolicy {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_restarts: Option<i32>,
-    /// `BlockingRecreate`: a restart waits until every Job of the attempt
-    /// is gone, so no old task runs beside the new run's.
-    pub restart_strategy: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rules: Vec<FailurePolicyRule>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FailurePolicyRule {
-    pub action: &'static str,
-    pub name: &'static str,
-    pub on_job_failure_reasons: Vec<&'static str>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Network {
-    #[serde(rename = "enableDNSHostnames")]
-    pub enable_dns_hostnames: bool,
-    pub publish_not_ready_addresses: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplicatedJob {
-    pub name: String,
-    pub replicas: i32,
-    pub template: JobTemplateSpec,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SuccessPolicy {
-    pub operator: &'static str,
-    pub target_replicated_jobs: Vec<String>,
 }
 
 custom_resource!(
@@ -187,4 +129,19 @@ pub struct ReplicaSpec {
     pub replicas: i32,
     pub restart_policy: String,
     pub template: PodTemplateSpec,
+}
+
+/// The pods of a Kubeflow operator's replica specs (a TFJob's
+/// `tfReplicaSpecs`, a PyTorchJob's `pytorchReplicaSpecs`), as a file holds
+/// them: each spec's `replicas` (1 when unset), with its pod template.
+pub fn replica_pods(specs: &serde_json::Value) -> Vec<(u64, &serde_json::Value)> {
+    let specs = specs.as_object().into_iter().flat_map(|m| m.values());
+    specs
+        .map(|rs| {
+            (
+                rs["replicas"].as_u64().unwrap_or(1),
+                &rs["template"]["spec"],
+            )
+        })
+        .collect()
 }

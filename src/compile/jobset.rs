@@ -18,9 +18,10 @@ use super::Named;
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::compile::crd::{
-    FailurePolicy, FailurePolicyRule, JobSet, JobSetSpec, Network, ReplicatedJob, SuccessPolicy,
-};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::compile::crd;
 use crate::compile::index::Index;
 use crate::compile::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::patch::Finding;
@@ -258,4 +259,87 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
         }
     }
     out
+}
+
+/// The pods a JobSet, as a file holds it, runs at once: each replicated
+/// Job's `replicas` (1 when unset) times the pods its Job runs at once.
+pub fn pods(jobset: &Value) -> Vec<(u64, &Value)> {
+    let replicated = jobset["spec"]["replicatedJobs"].as_array();
+    replicated
+        .into_iter()
+        .flatten()
+        .map(|rj| {
+            let job = &rj["template"]["spec"];
+            let replicas = rj["replicas"].as_u64().unwrap_or(1);
+            (
+                replicas.saturating_mul(super::kubernetes::job_pods(job)),
+                &job["template"]["spec"],
+            )
+        })
+        .collect()
+}
+
+// The JobSet custom resource, limited to the fields trainc writes (the CRD
+// in shared/crds/; `tests/crd.rs` checks every generated object against it).
+
+crd::custom_resource!(
+    /// A JobSet: a group of Jobs that start, succeed, fail and restart together.
+    JobSet(JobSetSpec), "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"
+);
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSetSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_policy: Option<FailurePolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
+    pub replicated_jobs: Vec<ReplicatedJob>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_policy: Option<SuccessPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailurePolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<i32>,
+    /// `BlockingRecreate`: a restart waits until every Job of the attempt
+    /// is gone, so no old task runs beside the new run's.
+    pub restart_strategy: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<FailurePolicyRule>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailurePolicyRule {
+    pub action: &'static str,
+    pub name: &'static str,
+    pub on_job_failure_reasons: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Network {
+    #[serde(rename = "enableDNSHostnames")]
+    pub enable_dns_hostnames: bool,
+    pub publish_not_ready_addresses: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicatedJob {
+    pub name: String,
+    pub replicas: i32,
+    pub template: JobTemplateSpec,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SuccessPolicy {
+    pub operator: &'static str,
+    pub target_replicated_jobs: Vec<String>,
 }

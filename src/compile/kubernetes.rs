@@ -23,6 +23,8 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
+use serde_json::Value;
+
 use crate::compile::family::{self, Family, Tasks};
 use crate::compile::index::Index;
 use crate::compile::patch::Finding;
@@ -269,4 +271,19 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
         }
     }
     out
+}
+
+/// The pods a Job, as a file holds it, runs at once: its `parallelism` (1
+/// when unset), no more than its `completions`; with its pod template.
+pub fn pods(job: &Value) -> Vec<(u64, &Value)> {
+    vec![(job_pods(&job["spec"]), &job["spec"]["template"]["spec"])]
+}
+
+/// How many pods a Job spec runs at once.
+pub fn job_pods(spec: &Value) -> u64 {
+    let parallelism = spec["parallelism"].as_u64().unwrap_or(1);
+    match spec["completions"].as_u64() {
+        Some(c) => parallelism.min(c),
+        None => parallelism,
+    }
 }

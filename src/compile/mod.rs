@@ -51,7 +51,7 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Service(Box<Service>),
-    JobSet(Box<crd::JobSet>),
+    JobSet(Box<jobset::JobSet>),
     TfJob(Box<crd::TfJob>),
     PyTorchJob(Box<crd::PyTorchJob>),
 }
@@ -74,7 +74,7 @@ object_from! {
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,
     Service => Service,
-    crd::JobSet => JobSet,
+    jobset::JobSet => JobSet,
     crd::TfJob => TfJob,
     crd::PyTorchJob => PyTorchJob,
 }
@@ -213,6 +213,10 @@ impl Named {
 /// The objects a run creates, given its framework, its name and its roles
 /// with their replicas.
 pub type NamesOf = fn(Framework, &str, &[(RoleKind, u32)]) -> Vec<Named>;
+
+/// The pod templates of an object, as a file holds it, each with how many
+/// pods it runs at once.
+pub type PodsOf = fn(&serde_json::Value) -> Vec<(u64, &serde_json::Value)>;
 
 /// The run's own objects, as its target writes them, every task's object
 /// compiled.

@@ -18,6 +18,8 @@
 use super::Named;
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use crate::compile::crd::{
     KubeflowRunPolicy, PyTorchJob, PyTorchJobSpec, ReplicaSpec, SchedulingPolicy,
 };
@@ -130,4 +132,10 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
         }
     }
     out
+}
+
+/// The pods a PyTorchJob, as a file holds it, runs: each replica spec's
+/// `replicas` (1 when unset).
+pub fn pods(pytorchjob: &Value) -> Vec<(u64, &Value)> {
+    super::crd::replica_pods(&pytorchjob["spec"]["pytorchReplicaSpecs"])
 }

@@ -1,13 +1,30 @@
 //! Every target, registered once: what validation, compile and `diff` ask
-//! of a target. A target is its module under `compile/`, its variant of
-//! [`Target`] (with the schema's `target` enums), and one entry in
-//! [`BACKENDS`].
+//! of a target. A target is its module under `compile/`, its name in the
+//! definition schema's `$defs/target` (from which build.rs generates
+//! [`Target`]; the project schema refers to it), and one entry in
+//! [`BACKENDS`], which must have one per name.
 
 use super::patch::Finding;
-use super::{NamesOf, Objects, Run, Tasks};
-use super::{jobset, kubernetes, pytorchjob, tfjob};
+use super::{NamesOf, Objects, PodsOf, Run, Tasks};
+use super::{crd, jobset, kubernetes, pytorchjob, tfjob};
 use crate::load::Findings;
 use crate::model::definition::{Framework, Target, TrainingJob};
+
+/// The kind and API version of a run object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunObject {
+    pub kind: &'static str,
+    pub api_version: &'static str,
+}
+
+impl RunObject {
+    pub const fn of<T: k8s_openapi::Resource>() -> Self {
+        Self {
+            kind: T::KIND,
+            api_version: T::API_VERSION,
+        }
+    }
+}
 
 /// What trainc asks of one target.
 pub struct Backend {
@@ -16,12 +33,13 @@ pub struct Backend {
     pub format: u32,
     /// The one framework it runs; `None`: any.
     pub framework: Option<Framework>,
-    /// The kind of the one object a run is, when a run is one object (an
-    /// operator's custom resource): how `diff` tells a run's target.
-    pub run_kind: Option<&'static str>,
+    /// The one object a run is, when a run is one object (an operator's
+    /// custom resource): how `diff` tells a run's target by its kind, and
+    /// what `trainc version` lists.
+    pub run_object: Option<RunObject>,
     /// The run's own objects (storage, TensorBoard and NetworkPolicies are
     /// added for every target by [`super::compile`]); a target that writes
-    /// one object per task may return a role's tasks as a [`Family`] when
+    /// one object per task may return a role's tasks as a [`Family`](super::Family) when
     /// asked for [`Tasks::Families`].
     pub compile: fn(&Run, Tasks) -> Result<Objects, Finding>,
     /// What the target cannot express of a definition, as located errors.
@@ -29,6 +47,11 @@ pub struct Backend {
     /// The objects a run named `run` with `roles` creates, for the name
     /// length and collision checks.
     pub generated: NamesOf,
+    /// The kind of its objects that hold the run's pod templates (`Job` for
+    /// plain Jobs, else the run object), and the pods one of them, as a
+    /// file holds it, runs at once: what `diff` counts a run's cost by.
+    pub pods_kind: &'static str,
+    pub pods: PodsOf,
 }
 
 /// In the order of [`Target::ALL`].
@@ -37,37 +60,45 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         target: Target::Kubernetes,
         format: kubernetes::FORMAT,
         framework: None,
-        run_kind: None,
+        run_object: None,
         compile: kubernetes::compile,
         check: |_, _| {},
         generated: kubernetes::generated,
+        pods_kind: "Job",
+        pods: kubernetes::pods,
     },
     Backend {
         target: Target::Jobset,
         format: jobset::FORMAT,
         framework: None,
-        run_kind: Some("JobSet"),
+        run_object: Some(RunObject::of::<jobset::JobSet>()),
         compile: |run, _| jobset::compile(run).map(Objects::from),
         check: jobset::check,
         generated: jobset::generated,
+        pods_kind: "JobSet",
+        pods: jobset::pods,
     },
     Backend {
         target: Target::Tfjob,
         format: tfjob::FORMAT,
         framework: Some(Framework::Tensorflow),
-        run_kind: Some("TFJob"),
+        run_object: Some(RunObject::of::<crd::TfJob>()),
         compile: |run, _| tfjob::compile(run).map(Objects::from),
         check: tfjob::check,
         generated: |_, run, roles| tfjob::generated(run, roles),
+        pods_kind: "TFJob",
+        pods: tfjob::pods,
     },
     Backend {
         target: Target::Pytorchjob,
         format: pytorchjob::FORMAT,
         framework: Some(Framework::Pytorch),
-        run_kind: Some("PyTorchJob"),
+        run_object: Some(RunObject::of::<crd::PyTorchJob>()),
         compile: |run, _| pytorchjob::compile(run).map(Objects::from),
         check: |_, _| {},
         generated: |_, run, roles| pytorchjob::generated(run, roles),
+        pods_kind: "PyTorchJob",
+        pods: pytorchjob::pods,
     },
 ];
 

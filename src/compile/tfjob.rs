@@ -11,6 +11,8 @@
 use super::Named;
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use crate::compile::crd::{KubeflowRunPolicy, ReplicaSpec, SchedulingPolicy, TfJob, TfJobSpec};
 use crate::compile::index::Index;
 use crate::compile::patch::Finding;
@@ -154,4 +156,10 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
         }
     }
     out
+}
+
+/// The pods a TFJob, as a file holds it, runs: each replica spec's
+/// `replicas` (1 when unset).
+pub fn pods(tfjob: &Value) -> Vec<(u64, &Value)> {
+    super::crd::replica_pods(&tfjob["spec"]["tfReplicaSpecs"])
 }

@@ -4,7 +4,8 @@
 //! from the committed YAML and the new.
 //!
 //! The rules, as the scheduler counts:
-//! - tasks are the pods that run at once: a Job's `parallelism` (1 when
+//! - tasks are the pods that run at once, as each target reads its own
+//!   objects (`pods` in `compile/target.rs`): a Job's `parallelism` (1 when
 //!   unset, no more than `completions`), a JobSet's replicated Job that many
 //!   times `replicas`, a TFJob's or PyTorchJob's replica spec `replicas`
 //!   (1 when unset);
@@ -97,47 +98,18 @@ impl Cost {
     }
 }
 
-/// What a run object requests; nothing for other kinds.
+/// What an object that holds a run's pod templates requests (each
+/// target's `pods`, `compile::target::Backend`); nothing for other kinds.
 pub fn of_run_object(doc: &Value) -> Requests {
-    let spec = &doc["spec"];
+    let kind = doc["kind"].as_str().unwrap_or_default();
     let mut out = Requests::default();
-    let mut add = |pods: u64, pod_spec: &Value| out.add(&pod(pod_spec).times(pods));
-    match doc["kind"].as_str().unwrap_or_default() {
-        "Job" => add(job_pods(spec), &spec["template"]["spec"]),
-        "JobSet" => {
-            for rj in spec["replicatedJobs"].as_array().into_iter().flatten() {
-                let job = &rj["template"]["spec"];
-                let pods = count(&rj["replicas"], 1).saturating_mul(job_pods(job));
-                add(pods, &job["template"]["spec"]);
-            }
+    let backends = crate::compile::target::BACKENDS.iter();
+    if let Some(b) = backends.into_iter().find(|b| b.pods_kind == kind) {
+        for (pods, spec) in (b.pods)(doc) {
+            out.add(&pod(spec).times(pods));
         }
-        kind @ ("TFJob" | "PyTorchJob") => {
-            let key = if kind == "TFJob" {
-                "tfReplicaSpecs"
-            } else {
-                "pytorchReplicaSpecs"
-            };
-            for rs in spec[key].as_object().into_iter().flat_map(|m| m.values()) {
-                add(count(&rs["replicas"], 1), &rs["template"]["spec"]);
-            }
-        }
-        _ => {}
     }
     out
-}
-
-/// A non-negative integer field, `default` when unset or not one.
-fn count(v: &Value, default: u64) -> u64 {
-    v.as_u64().unwrap_or(default)
-}
-
-/// Pods a Job runs at once.
-fn job_pods(spec: &Value) -> u64 {
-    let parallelism = count(&spec["parallelism"], 1);
-    match spec["completions"].as_u64() {
-        Some(c) => parallelism.min(c),
-        None => parallelism,
-    }
 }
 
 /// One pod's effective request (see the module docs), as one task.

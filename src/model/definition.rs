@@ -118,36 +118,7 @@ impl RoleKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Target {
-    /// Plain Jobs and a headless Service: no operator needed.
-    Kubernetes,
-    /// One JobSet per run (`jobset.x-k8s.io/v1alpha2`).
-    Jobset,
-    /// One Kubeflow TFJob per run (`kubeflow.org/v1`).
-    Tfjob,
-    /// One Kubeflow PyTorchJob per run (`kubeflow.org/v1`).
-    Pytorchjob,
-}
-
-impl Target {
-    pub const ALL: [Target; 4] = [
-        Target::Kubernetes,
-        Target::Jobset,
-        Target::Tfjob,
-        Target::Pytorchjob,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Target::Kubernetes => "kubernetes",
-            Target::Jobset => "jobset",
-            Target::Tfjob => "tfjob",
-            Target::Pytorchjob => "pytorchjob",
-        }
-    }
-}
+include!(concat!(env!("OUT_DIR"), "/target.rs"));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]

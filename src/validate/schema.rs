@@ -104,6 +104,24 @@ pub fn training_job(doc: &Document) -> &'static Schema {
     }
 }
 
+/// Serves the project schema's references into the definition schema (the
+/// target names, `$defs/target`) from the binary; nothing is fetched. The
+/// lean definition schema holds every definition they can name.
+struct Embedded;
+
+impl jsonschema::Retrieve for Embedded {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        if LEAN_JSON.get("$id").and_then(Value::as_str) == Some(uri.as_str()) {
+            Ok(LEAN_JSON.clone())
+        } else {
+            Err(format!("{} is not one of trainc's schemas", uri.as_str()).into())
+        }
+    }
+}
+
 impl Schema {
     /// The schema that `whole` gives, parsed on first use.
     fn new(whole: fn() -> &'static Value) -> Self {
@@ -124,7 +142,10 @@ impl Schema {
     #[allow(clippy::expect_used)]
     fn validator(&self) -> &Validator {
         self.validator.get_or_init(|| {
-            jsonschema::draft202012::new(self.json()).expect("embedded schema compiles")
+            jsonschema::draft202012::options()
+                .with_retriever(Embedded)
+                .build(self.json())
+                .expect("embedded schema compiles")
         })
     }
 
