@@ -39,7 +39,52 @@ macro_rules! custom_resource {
                 $crate::compile::crd::type_meta(s, Self::API_VERSION, Self::KIND, &self.metadata, &self.spec)
             }
         }
+
+        impl From<$ty> for $crate::compile::Object {
+            fn from(o: $ty) -> Self {
+                $crate::compile::Object::Custom(Box::new(o))
+            }
+        }
     };
+}
+
+/// What compile and validation ask of a custom resource beyond its fields:
+/// a target declares the type with [`custom_resource!`] and implements this.
+pub trait CustomResource: Boxed {
+    /// Its pod templates, which a definition's patches are checked against.
+    fn templates(&self) -> Vec<&PodTemplateSpec>;
+}
+
+/// What every custom resource has by being `Clone` and `Serialize`, for
+/// holding one as a `dyn` [`CustomResource`] in [`super::Object`].
+pub trait Boxed: std::fmt::Debug + Send + Sync {
+    fn clone_box(&self) -> Box<dyn CustomResource>;
+    /// The object as JSON, in its fields' order: what the emitter writes.
+    fn to_json(&self) -> Result<serde_json::Value, serde_json::Error>;
+}
+
+impl<T: CustomResource + Clone + Serialize + 'static> Boxed for T {
+    fn clone_box(&self) -> Box<dyn CustomResource> {
+        Box::new(self.clone())
+    }
+
+    fn to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+}
+
+impl Clone for Box<dyn CustomResource> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+impl Serialize for dyn CustomResource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json()
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s)
+    }
 }
 
 /// A target's own custom resources are declared with it in its module.
@@ -129,6 +174,23 @@ pub struct ReplicaSpec {
     pub replicas: i32,
     pub restart_policy: String,
     pub template: PodTemplateSpec,
+}
+
+impl CustomResource for TfJob {
+    fn templates(&self) -> Vec<&PodTemplateSpec> {
+        self.spec
+            .tf_replica_specs
+            .values()
+            .map(|r| &r.template)
+            .collect()
+    }
+}
+
+impl CustomResource for PyTorchJob {
+    fn templates(&self) -> Vec<&PodTemplateSpec> {
+        let specs = self.spec.pytorch_replica_specs.values();
+        specs.map(|r| &r.template).collect()
+    }
 }
 
 /// The pods of a Kubeflow operator's replica specs (a TFJob's

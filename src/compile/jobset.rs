@@ -287,6 +287,15 @@ crd::custom_resource!(
     JobSet(JobSetSpec), "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"
 );
 
+impl crd::CustomResource for JobSet {
+    fn templates(&self) -> Vec<&k8s_openapi::api::core::v1::PodTemplateSpec> {
+        let jobs = self.spec.replicated_jobs.iter();
+        jobs.filter_map(|r| r.template.spec.as_ref())
+            .map(|s| &s.template)
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSetSpec {

@@ -51,9 +51,8 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Service(Box<Service>),
-    JobSet(Box<jobset::JobSet>),
-    TfJob(Box<crd::TfJob>),
-    PyTorchJob(Box<crd::PyTorchJob>),
+    /// A target's run object ([`crd::CustomResource`]).
+    Custom(Box<dyn crd::CustomResource>),
 }
 
 macro_rules! object_from {
@@ -74,9 +73,6 @@ object_from! {
     PersistentVolume => PersistentVolume,
     PersistentVolumeClaim => PersistentVolumeClaim,
     Service => Service,
-    jobset::JobSet => JobSet,
-    crd::TfJob => TfJob,
-    crd::PyTorchJob => PyTorchJob,
 }
 
 /// One generated object, ready to be written.

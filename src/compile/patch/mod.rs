@@ -833,25 +833,7 @@ pub fn check(job: &Job) -> Checked {
 fn templates(object: &Object) -> Vec<&PodTemplateSpec> {
     match object {
         Object::Job(j) => j.spec.iter().map(|s| &s.template).collect(),
-        Object::JobSet(js) => js
-            .spec
-            .replicated_jobs
-            .iter()
-            .filter_map(|r| r.template.spec.as_ref())
-            .map(|s| &s.template)
-            .collect(),
-        Object::TfJob(t) => t
-            .spec
-            .tf_replica_specs
-            .values()
-            .map(|r| &r.template)
-            .collect(),
-        Object::PyTorchJob(p) => p
-            .spec
-            .pytorch_replica_specs
-            .values()
-            .map(|r| &r.template)
-            .collect(),
+        Object::Custom(c) => c.templates(),
         _ => Vec::new(),
     }
 }
