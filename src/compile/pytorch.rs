@@ -17,8 +17,7 @@ use crate::load::Findings;
 use crate::model::definition::RoleKind;
 use crate::model::definition::{Target, TrainingJob};
 use crate::model::job::env_scopes;
-use crate::model::job::{Framework, Role, target_of};
-use crate::model::project::Defaults;
+use crate::model::job::{Framework, Role};
 
 /// The program that starts a node's processes.
 pub const LAUNCHER: &str = "torchrun";
@@ -166,7 +165,12 @@ pub fn rank_env(launch: &Launch, rank: Rank, master: (&str, u16)) -> Vec<(String
 
 /// What PyTorch asks of a definition (the schema has refused TensorFlow's
 /// roles and fields already).
-pub(crate) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
+pub(crate) fn check(
+    cx: &mut Findings,
+    def: &TrainingJob,
+    target: Target,
+    restarts_whole_runs: bool,
+) {
     let spec = &def.spec;
     match RoleKind::Worker.of(&spec.roles) {
         None => cx.error_at_key(
@@ -237,7 +241,6 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
         }
     }
     let rp = &spec.run_policy;
-    let target = target_of(def, defaults);
     if rp.restart_policy.as_deref() == Some("OnFailure") {
         cx.error(
             "/spec/runPolicy/restartPolicy",
@@ -247,7 +250,7 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     }
     if let Some(n) = rp.backoff_limit
         && n > 0
-        && matches!(target, Target::Kubernetes | Target::Pytorchjob)
+        && !restarts_whole_runs
     {
         cx.error(
             "/spec/runPolicy/backoffLimit",

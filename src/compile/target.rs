@@ -9,6 +9,7 @@ use super::{NamesOf, Objects, PodsOf, Run, Tasks};
 use super::{crd, jobset, kubernetes, pytorchjob, tfjob};
 use crate::load::Findings;
 use crate::model::definition::{Framework, Target, TrainingJob};
+use crate::model::job::{DEFAULT_BACKOFF_LIMIT, RunDefaults};
 
 /// The kind and API version of a run object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,33 @@ pub struct Backend {
     /// file holds it, runs at once: what `diff` counts a run's cost by.
     pub pods_kind: &'static str,
     pub pods: PodsOf,
+    /// The restart policy of a TensorFlow task's pods unless the definition
+    /// says: `OnFailure` where a task restarts in place, `Never` where the
+    /// target restarts the whole run instead.
+    pub task_restart: &'static str,
+    /// Whether it restarts every node of a PyTorch run together. Where it
+    /// cannot, a PyTorch run fails as a whole: `backoffLimit` is 0, and
+    /// more is refused (a node restarted alone waits for its peers forever).
+    pub restarts_whole_runs: bool,
+    /// Whether its operator writes `TF_CONFIG` into the pods itself.
+    pub writes_tf_config: bool,
+}
+
+impl Backend {
+    /// What a run's policy defaults to here. A PyTorch node's pod is never
+    /// restarted alone: static rendezvous needs every node to start again
+    /// together (`compile::pytorch`).
+    pub fn run_defaults(&self, framework: Framework) -> RunDefaults {
+        let pytorch = framework == Framework::Pytorch;
+        RunDefaults {
+            restart_policy: if pytorch { "Never" } else { self.task_restart },
+            backoff_limit: if pytorch && !self.restarts_whole_runs {
+                0
+            } else {
+                DEFAULT_BACKOFF_LIMIT
+            },
+        }
+    }
 }
 
 /// In the order of [`Target::ALL`].
@@ -66,6 +94,9 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         generated: kubernetes::generated,
         pods_kind: "Job",
         pods: kubernetes::pods,
+        task_restart: "OnFailure",
+        restarts_whole_runs: false,
+        writes_tf_config: false,
     },
     Backend {
         target: Target::Jobset,
@@ -77,6 +108,9 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         generated: jobset::generated,
         pods_kind: "JobSet",
         pods: jobset::pods,
+        task_restart: "Never",
+        restarts_whole_runs: true,
+        writes_tf_config: false,
     },
     Backend {
         target: Target::Tfjob,
@@ -88,6 +122,9 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         generated: |_, run, roles| tfjob::generated(run, roles),
         pods_kind: "TFJob",
         pods: tfjob::pods,
+        task_restart: "OnFailure",
+        restarts_whole_runs: false,
+        writes_tf_config: true,
     },
     Backend {
         target: Target::Pytorchjob,
@@ -99,6 +136,9 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         generated: |_, run, roles| pytorchjob::generated(run, roles),
         pods_kind: "PyTorchJob",
         pods: pytorchjob::pods,
+        task_restart: "OnFailure",
+        restarts_whole_runs: false,
+        writes_tf_config: false,
     },
 ];
 

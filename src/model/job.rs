@@ -15,25 +15,14 @@ use crate::model::project::Defaults;
 pub const DEFAULT_NAMESPACE: &str = "default";
 pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 3;
-/// Restart policy of a task's pod: in place on `kubernetes` and `tfjob`;
-/// on `jobset` a failed task fails its Job and the JobSet restarts the run.
-/// A PyTorch rank never restarts alone: static rendezvous needs every rank
-/// to start again together (see [`crate::compile::pytorch`]).
-pub fn default_restart_policy(framework: def::Framework, target: Target) -> &'static str {
-    match (framework, target) {
-        (def::Framework::Pytorch, _) | (_, Target::Jobset) => "Never",
-        _ => "OnFailure",
-    }
-}
-
-/// How often a run is started again after a failure, unless the definition
-/// says: a PyTorch run is failed as a whole where the target cannot restart
-/// every rank together (`kubernetes`, `pytorchjob`).
-pub fn default_backoff_limit(framework: def::Framework, target: Target) -> i32 {
-    match (framework, target) {
-        (def::Framework::Pytorch, Target::Kubernetes | Target::Pytorchjob) => 0,
-        _ => DEFAULT_BACKOFF_LIMIT,
-    }
+/// What a run's policy defaults to on its target, for its framework
+/// (`compile::target::Backend::run_defaults`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunDefaults {
+    /// The restart policy of the tasks' pods.
+    pub restart_policy: &'static str,
+    /// How often a failed run is started again.
+    pub backoff_limit: i32,
 }
 pub const DEFAULT_ACCESS_MODE: &str = "ReadWriteMany";
 /// The UID and GID the generated Dockerfile creates, and pods run as.
@@ -551,13 +540,15 @@ fn scalar_map(m: &BTreeMap<String, def::Scalar>) -> impl Iterator<Item = (String
 /// Applies project defaults and built-in defaults. This is the one place
 /// defaults live.
 /// The resolved job. `root` is the project root, which `source` is relative
-/// to; `preset` is the framework's preset.
+/// to; `preset` is the framework's preset; `run_defaults` what its target
+/// makes of a run's policy.
 pub fn resolve(
     def: &def::TrainingJob,
     defaults: &Defaults,
     source: &str,
     root: &std::path::Path,
     preset: &Preset,
+    run_defaults: RunDefaults,
 ) -> Job {
     let spec = &def.spec;
     let version = spec
@@ -779,14 +770,12 @@ pub fn resolve(
             }
         }),
         run_policy: RunPolicy {
-            backoff_limit: rp
-                .backoff_limit
-                .unwrap_or_else(|| default_backoff_limit(def.framework(), target)),
+            backoff_limit: rp.backoff_limit.unwrap_or(run_defaults.backoff_limit),
             active_deadline_seconds: rp.active_deadline_seconds,
             restart_policy: rp
                 .restart_policy
                 .clone()
-                .unwrap_or_else(|| default_restart_policy(def.framework(), target).to_owned()),
+                .unwrap_or_else(|| run_defaults.restart_policy.to_owned()),
             ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),

@@ -123,7 +123,16 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
     let resolved = crate::par::map(&valid, |(doc, v)| {
         // `check` has made sure the preset exists.
         let preset = cx.library.preset(v.def.framework_name())?;
-        let mut job = job::resolve(&v.def, defaults, &doc.file.name, cx.root, preset);
+        let target = crate::compile::target::backend(job::target_of(&v.def, defaults));
+        let run_defaults = target.run_defaults(v.def.framework());
+        let mut job = job::resolve(
+            &v.def,
+            defaults,
+            &doc.file.name,
+            cx.root,
+            preset,
+            run_defaults,
+        );
         if let Some(b) = &mut job.build {
             // Hashing the context finds what validation cannot (its size).
             b.at = doc.locate("/spec/build/context");

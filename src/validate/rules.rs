@@ -32,7 +32,10 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     super::image::check(&mut cx, def, vcx);
     match def.framework() {
         Framework::Tensorflow => compile::tensorflow::check(&mut cx, def),
-        Framework::Pytorch => compile::pytorch::check(&mut cx, def, defaults),
+        Framework::Pytorch => {
+            let target = compile::target::backend(target_of(def, defaults));
+            compile::pytorch::check(&mut cx, def, target.target, target.restarts_whole_runs);
+        }
     }
     target_framework(&mut cx, def, defaults);
     scheduling(&mut cx, def);
@@ -641,9 +644,12 @@ fn environment(cx: &mut Findings, def: &TrainingJob, target: Target) {
             );
         }
     }
-    // On `tfjob` the operator writes `TF_CONFIG`: its own rule says so.
+    // Where the operator writes `TF_CONFIG` (`tfjob`), its own rule says so.
     let tensorflow = def.framework() == Framework::Tensorflow;
-    if tensorflow && spec.cluster_spec().tf_config && target != Target::Tfjob {
+    if tensorflow
+        && spec.cluster_spec().tf_config
+        && !compile::target::backend(target).writes_tf_config
+    {
         for (at, env) in scopes {
             if env.contains_key("TF_CONFIG") {
                 cx.error_at_key(
