@@ -616,6 +616,35 @@ pub fn desired_into(
     )
 }
 
+/// [`desired`] without keeping the jobs' files: `trainc validate` needs
+/// only that every job renders, and each file's size for the output limit,
+/// not a large project's whole output in memory.
+pub fn rendered(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    sets: &[Set],
+) -> Result<Compiled, Vec<Diagnostic>> {
+    desired_into(project, cwd, paths, sets, Some(&Discard))
+}
+
+/// A [`Sink`] that keeps only the size of each file it is handed.
+struct Discard;
+
+impl Sink for Discard {
+    fn streams(&self, _set: usize) -> bool {
+        true
+    }
+
+    fn take(&self, _set: usize, files: Vec<(String, Vec<u8>)>) -> Vec<(String, Taken)> {
+        let taken = |(name, bytes): (String, Vec<u8>)| {
+            let len = bytes.len() as u64;
+            (name, Taken { len, hash: None })
+        };
+        files.into_iter().map(taken).collect()
+    }
+}
+
 /// [`desired`] of some of the definition files, already read, for the
 /// build cache: each set's trees hold only these files' jobs (no root
 /// kustomization, no bake file), and the rules across files (see

@@ -32,7 +32,7 @@ pub(super) fn validate(
     }];
     sets.extend(chosen.iter().map(|&i| Set::variant(&project, i)));
     let targets = Targets { project, sets };
-    let compiled = pipeline::desired(
+    let compiled = pipeline::rendered(
         &targets.project,
         cwd,
         &inputs.paths,
