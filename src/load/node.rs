@@ -150,24 +150,89 @@ pub struct NodePos {
 }
 
 /// JSON pointer (`/spec/roles/worker/replicas`) → position of that node.
+///
+/// A build holds one entry per node of every definition until they are
+/// resolved, so the positions are kept packed ([`Packed`]): at 5,000
+/// definitions that is most of the memory of the loaded documents.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SpanIndex {
-    map: HashMap<String, NodePos>,
+    map: HashMap<Box<str>, PackedNode>,
+}
+
+/// A [`Pos`] in 32-bit fields. A definition file is far smaller than 4 GiB
+/// (`limits`), so nothing is lost; `u32::MAX` in `byte` is "unknown".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Packed {
+    line: u32,
+    column: u32,
+    byte: u32,
+    len: u32,
+}
+
+impl From<Pos> for Packed {
+    fn from(p: Pos) -> Self {
+        let small = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Packed {
+            line: small(p.line),
+            column: small(p.column),
+            byte: p.byte.map_or(u32::MAX, small),
+            len: small(p.len),
+        }
+    }
+}
+
+impl From<Packed> for Pos {
+    fn from(p: Packed) -> Self {
+        Pos {
+            line: p.line as usize,
+            column: p.column as usize,
+            byte: (p.byte != u32::MAX).then_some(p.byte as usize),
+            len: p.len as usize,
+        }
+    }
+}
+
+/// A [`NodePos`], packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PackedNode {
+    key: Option<Packed>,
+    value: Packed,
+    text: Packed,
+}
+
+impl From<NodePos> for PackedNode {
+    fn from(n: NodePos) -> Self {
+        PackedNode {
+            key: n.key.map(Packed::from),
+            value: n.value.into(),
+            text: n.text.into(),
+        }
+    }
+}
+
+impl From<PackedNode> for NodePos {
+    fn from(n: PackedNode) -> Self {
+        NodePos {
+            key: n.key.map(Pos::from),
+            value: n.value.into(),
+            text: n.text.into(),
+        }
+    }
 }
 
 impl SpanIndex {
     pub(super) fn insert(&mut self, pointer: String, pos: NodePos) {
-        self.map.insert(pointer, pos);
+        self.map.insert(pointer.into_boxed_str(), pos.into());
     }
 
     pub fn get(&self, pointer: &str) -> Option<NodePos> {
-        self.map.get(pointer).copied()
+        self.map.get(pointer).map(|&p| p.into())
     }
 
     /// Forgets the node at `pointer` and everything below it.
     pub fn remove_subtree(&mut self, pointer: &str) {
         self.map.retain(|p, _| {
-            !(p == pointer || p.strip_prefix(pointer).is_some_and(|r| r.starts_with('/')))
+            !(&**p == pointer || p.strip_prefix(pointer).is_some_and(|r| r.starts_with('/')))
         });
     }
 
@@ -175,13 +240,14 @@ impl SpanIndex {
     /// everything below it, as the node at `to` here.
     pub fn graft(&mut self, to: &str, other: &SpanIndex, from: &str) {
         for (p, pos) in &other.map {
-            let rest = if p == from {
+            let rest = if &**p == from {
                 Some("")
             } else {
                 p.strip_prefix(from).filter(|r| r.starts_with('/'))
             };
             if let Some(rest) = rest {
-                self.map.insert(format!("{to}{rest}"), *pos);
+                self.map
+                    .insert(format!("{to}{rest}").into_boxed_str(), *pos);
             }
         }
     }
@@ -189,8 +255,8 @@ impl SpanIndex {
     /// Copies the position of the node at `from` in `other` alone, as the
     /// node at `to` here.
     pub fn graft_node(&mut self, to: &str, other: &SpanIndex, from: &str) {
-        if let Some(pos) = other.get(from) {
-            self.map.insert(to.to_owned(), pos);
+        if let Some(pos) = other.map.get(from) {
+            self.map.insert(to.into(), *pos);
         }
     }
 
@@ -199,8 +265,8 @@ impl SpanIndex {
     pub fn nearest(&self, pointer: &str) -> Option<NodePos> {
         let mut p = pointer;
         loop {
-            if let Some(pos) = self.map.get(p) {
-                return Some(*pos);
+            if let Some(&pos) = self.map.get(p) {
+                return Some(pos.into());
             }
             match p.rfind('/') {
                 Some(i) => p = &p[..i],
@@ -231,7 +297,7 @@ pub(crate) fn into_json(root: Spanned<Node>, index: &mut SpanIndex) -> Value {
         value: to_pos(root.referenced),
         text: to_pos(root.defined),
     };
-    index.map.insert(String::new(), pos);
+    index.insert(String::new(), pos);
     convert(root.value, &mut String::new(), index)
 }
 
@@ -254,7 +320,7 @@ fn convert(node: Node, pointer: &mut String, index: &mut SpanIndex) -> Value {
             for (i, item) in items.into_iter().enumerate() {
                 // Writing into a String cannot fail.
                 let _ = write!(pointer, "/{i}");
-                index.map.insert(
+                index.insert(
                     pointer.clone(),
                     NodePos {
                         key: None,
@@ -278,7 +344,7 @@ fn convert(node: Node, pointer: &mut String, index: &mut SpanIndex) -> Value {
                     value: to_pos(value.referenced),
                     text: to_pos(value.defined),
                 };
-                index.map.insert(pointer.clone(), pos);
+                index.insert(pointer.clone(), pos);
                 let v = convert(value.value, pointer, index);
                 pointer.truncate(len);
                 out.insert(key.value.0, v);
