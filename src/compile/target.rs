@@ -40,18 +40,19 @@ pub struct Backend {
     pub run_object: Option<RunObject>,
     /// The run's own objects (storage, TensorBoard and NetworkPolicies are
     /// added for every target by [`super::compile`]); a target that writes
-    /// one object per task may return a role's tasks as a [`Family`](super::Family) when
-    /// asked for [`Tasks::Families`].
+    /// one object per task may return a role's tasks as a
+    /// [`Family`](super::Family) when asked for [`Tasks::Families`].
     pub compile: fn(&Run, Tasks) -> Result<Objects, Finding>,
     /// What the target cannot express of a definition, as located errors.
     pub check: fn(&mut Findings, &TrainingJob),
     /// The objects a run named `run` with `roles` creates, for the name
     /// length and collision checks.
     pub generated: NamesOf,
-    /// The kind of its objects that hold the run's pod templates (`Job` for
-    /// plain Jobs, else the run object), and the pods one of them, as a
-    /// file holds it, runs at once: what `diff` counts a run's cost by.
+    /// The kind of its objects that hold the run's pod templates: `Job`
+    /// for plain Jobs, else the run object.
     pub pods_kind: &'static str,
+    /// The pods one object of `pods_kind`, as a file holds it, runs at
+    /// once: what `diff` counts a run's cost by.
     pub pods: PodsOf,
     /// The restart policy of a TensorFlow task's pods unless the definition
     /// says: `OnFailure` where a task restarts in place, `Never` where the
