@@ -3,7 +3,7 @@
 //! - the `Target` enum, generated from the definition schema's
 //!   `$defs/target` (see [`targets`]): the schema is the one list of
 //!   target names, so a new target is its module, its registration in
-//!   `src/compile/target.rs` and its name in the schema;
+//!   `src/compile/target/mod.rs` and its name in the schema;
 //! - the commit trainc is built from, for `trainc --version`.
 //!
 //! Sets `TRAINC_COMMIT` (a short hash, `-dirty` appended when the sources
@@ -121,7 +121,7 @@ fn targets() {
             .collect();
         let module = name.replace('-', "_");
         variants.push_str(&format!(
-            "    /// `{name}`: compiled by [`crate::compile::{module}`].\n    #[serde(rename = \"{name}\")]\n    {variant},\n"
+            "    /// `{name}`: compiled by [`crate::compile::target::{module}`].\n    #[serde(rename = \"{name}\")]\n    {variant},\n"
         ));
         all.push_str(&format!("Target::{variant}, "));
         arms.push_str(&format!("            Target::{variant} => \"{name}\",\n"));

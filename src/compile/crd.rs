@@ -1,6 +1,6 @@
 //! Stage 3 (compile): custom resources that k8s-openapi does not know,
 //! limited to the fields trainc writes: the `custom_resource!` macro a
-//! target declares its run object with (JobSet's is in `jobset.rs`), and
+//! target declares its run object with (JobSet's is in `target/jobset.rs`), and
 //! the Kubeflow Training Operator v1's TFJob and PyTorchJob
 //! (`kubeflow.org/v1`, v1.9), which share their replica specs. Field names
 //! and shapes follow the CRDs in `shared/crds/`; `tests/crd.rs` checks every

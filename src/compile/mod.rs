@@ -10,20 +10,16 @@ pub mod crd;
 pub mod family;
 pub mod identity;
 pub mod index;
-pub mod jobset;
-pub mod kubernetes;
 mod meta;
 pub mod network;
 pub mod patch;
 pub mod pod;
 pub mod pytorch;
-pub mod pytorchjob;
 pub mod security;
 pub mod storage;
 pub mod target;
 pub mod tensorboard;
 pub mod tensorflow;
-pub mod tfjob;
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -216,7 +212,7 @@ pub type PodsOf = fn(&serde_json::Value) -> Vec<(u64, &serde_json::Value)>;
 
 /// The run's own objects, as its target writes them, every task's object
 /// compiled.
-pub fn target(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
+pub fn run_objects(run: &Run) -> Result<Vec<Manifest>, patch::Finding> {
     Ok(objects(run, Tasks::Each)?.manifests)
 }
 

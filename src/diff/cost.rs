@@ -5,7 +5,7 @@
 //!
 //! The rules, as the scheduler counts:
 //! - tasks are the pods that run at once, as each target reads its own
-//!   objects (`pods` in `compile/target.rs`): a Job's `parallelism` (1 when
+//!   objects (`pods` in `compile/target/mod.rs`): a Job's `parallelism` (1 when
 //!   unset, no more than `completions`), a JobSet's replicated Job that many
 //!   times `replicas`, a TFJob's or PyTorchJob's replica spec `replicas`
 //!   (1 when unset);

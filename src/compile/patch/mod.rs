@@ -763,7 +763,7 @@ pub fn check(job: &Job) -> Checked {
         cluster_spec: crate::names::cluster_spec(&name),
         name,
     };
-    let manifests = super::target(&run);
+    let manifests = super::run_objects(&run);
     let manifests = match manifests {
         Ok(m) => m,
         Err(e) => return internal(e.to_string()),

@@ -8,7 +8,7 @@
 //! success `cleanPodPolicy: Running` deletes the pods still running (the
 //! parameter servers).
 
-use super::Named;
+use crate::compile::Named;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -25,7 +25,7 @@ use crate::model::definition::{Strategy, TrainingJob};
 use crate::model::job::env_scopes;
 use crate::names;
 
-/// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
+/// Output-format version of this target (see [`crate::compile::target::kubernetes::FORMAT`]).
 /// 3: no Volcano queue in `schedulingPolicy`.
 pub const FORMAT: u32 = 3;
 
@@ -142,7 +142,7 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
 }
 
 /// Names this target generates for a job (see
-/// [`super::kubernetes::generated`]).
+/// [`crate::compile::target::kubernetes::generated`]).
 pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
     let mut out = vec![Named::new("TFJob", run.to_owned(), names::LABEL_MAX)];
     for (kind, replicas) in roles {
@@ -161,5 +161,5 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
 /// The pods a TFJob, as a file holds it, runs: each replica spec's
 /// `replicas` (1 when unset).
 pub fn pods(tfjob: &Value) -> Vec<(u64, &Value)> {
-    super::crd::replica_pods(&tfjob["spec"]["tfReplicaSpecs"])
+    crate::compile::crd::replica_pods(&tfjob["spec"]["tfReplicaSpecs"])
 }

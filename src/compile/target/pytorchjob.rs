@@ -15,7 +15,7 @@
 //! node fails it (see [`crate::compile::pytorch`] for why no node restarts
 //! alone), and `cleanPodPolicy: Running` then stops the others.
 
-use super::Named;
+use crate::compile::Named;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -32,7 +32,7 @@ use crate::model::definition::RoleKind;
 use crate::model::job::Framework;
 use crate::names;
 
-/// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
+/// Output-format version of this target (see [`crate::compile::target::kubernetes::FORMAT`]).
 /// 2: workers only, with trainc's rendezvous; no Volcano queue.
 pub const FORMAT: u32 = 2;
 
@@ -118,7 +118,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
 }
 
 /// Names this target generates for a job (see
-/// [`super::kubernetes::generated`]).
+/// [`crate::compile::target::kubernetes::generated`]).
 pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
     let mut out = vec![Named::new("PyTorchJob", run.to_owned(), names::LABEL_MAX)];
     for (_, replicas) in roles {
@@ -137,5 +137,5 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
 /// The pods a PyTorchJob, as a file holds it, runs: each replica spec's
 /// `replicas` (1 when unset).
 pub fn pods(pytorchjob: &Value) -> Vec<(u64, &Value)> {
-    super::crd::replica_pods(&pytorchjob["spec"]["pytorchReplicaSpecs"])
+    crate::compile::crd::replica_pods(&pytorchjob["spec"]["pytorchReplicaSpecs"])
 }

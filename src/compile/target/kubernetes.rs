@@ -4,7 +4,7 @@
 //! Every task is a Job of one pod named `<run>-<role>-<i>`, whose pod takes
 //! that name as its host name under the run's headless Service, so its DNS
 //! name is `<run>-<role>-<i>.<run>.<namespace>.svc`. The run name carries a
-//! hash of the whole run ([`super::identity`]): a changed definition is a
+//! hash of the whole run ([`crate::compile::identity`]): a changed definition is a
 //! new set of Jobs, a new Service and new DNS names, and the old run is
 //! pruned as a whole. Kubernetes itself knows nothing of a TensorFlow run:
 //! each Job restarts and finishes on its own, and parameter servers never
@@ -16,7 +16,7 @@
 //! fails it at once and stops the others: static rendezvous cannot take a
 //! node back alone (see [`crate::compile::pytorch`]).
 
-use super::{Named, Objects};
+use crate::compile::{Named, Objects};
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyRule,

@@ -1,12 +1,17 @@
 //! Every target, registered once: what validation, compile and `diff` ask
-//! of a target. A target is its module under `compile/`, its name in the
+//! of a target. A target is its module here, its name in the
 //! definition schema's `$defs/target` (from which build.rs generates
 //! [`Target`]; the project schema refers to it), and one entry in
 //! [`BACKENDS`], which must have one per name.
 
+pub mod jobset;
+pub mod kubernetes;
+pub mod pytorchjob;
+pub mod tfjob;
+
+use super::crd;
 use super::patch::Finding;
 use super::{NamesOf, Objects, PodsOf, Run, Tasks};
-use super::{crd, jobset, kubernetes, pytorchjob, tfjob};
 use crate::load::Findings;
 use crate::model::definition::{Framework, Target, TrainingJob};
 use crate::model::job::{DEFAULT_BACKOFF_LIMIT, RunDefaults};

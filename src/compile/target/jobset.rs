@@ -14,7 +14,7 @@
 //! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
 //! has, and restarts every node together when one fails.
 
-use super::Named;
+use crate::compile::Named;
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -23,9 +23,9 @@ use serde_json::Value;
 
 use crate::compile::crd;
 use crate::compile::index::Index;
-use crate::compile::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
+use crate::compile::target::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Run, meta, pod};
 use crate::load::Findings;
@@ -34,7 +34,7 @@ use crate::model::definition::{Framework as FrameworkKind, TrainingJob};
 use crate::model::job::Framework;
 use crate::names;
 
-/// Output-format version of this target (see [`super::kubernetes::FORMAT`]).
+/// Output-format version of this target (see [`crate::compile::target::kubernetes::FORMAT`]).
 /// 3: restarts with `BlockingRecreate`.
 pub const FORMAT: u32 = 3;
 
@@ -227,7 +227,7 @@ pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
 }
 
 /// Names this target generates for a job (see
-/// [`super::kubernetes::generated`]).
+/// [`crate::compile::target::kubernetes::generated`]).
 pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
     let mut out = vec![Named::new("JobSet", run.to_owned(), names::LABEL_MAX)];
     if framework == FrameworkKind::Pytorch {
@@ -272,7 +272,7 @@ pub fn pods(jobset: &Value) -> Vec<(u64, &Value)> {
             let job = &rj["template"]["spec"];
             let replicas = rj["replicas"].as_u64().unwrap_or(1);
             (
-                replicas.saturating_mul(super::kubernetes::job_pods(job)),
+                replicas.saturating_mul(crate::compile::target::kubernetes::job_pods(job)),
                 &job["template"]["spec"],
             )
         })
