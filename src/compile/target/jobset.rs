@@ -14,10 +14,8 @@
 //! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
 //! has, and restarts every node together when one fails.
 
-use crate::compile::Named;
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -27,7 +25,7 @@ use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
 use crate::compile::target::kubernetes::COMPLETION_INDEX_LABEL;
 use crate::compile::tensorflow::ClusterSpec;
-use crate::compile::{Manifest, Run, meta, pod};
+use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::load::Findings;
 use crate::model::definition::RoleKind;
 use crate::model::definition::{Framework as FrameworkKind, TrainingJob};

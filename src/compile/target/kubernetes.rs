@@ -16,13 +16,11 @@
 //! fails it at once and stops the others: static rendezvous cannot take a
 //! node back alone (see [`crate::compile::pytorch`]).
 
-use crate::compile::{Named, Objects};
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
-
 use serde_json::Value;
 
 use crate::compile::family::{self, Family, Tasks};
@@ -30,7 +28,7 @@ use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
-use crate::compile::{Manifest, Run, meta, pod};
+use crate::compile::{Manifest, Named, Objects, Run, meta, pod};
 use crate::model::definition::Framework as FrameworkKind;
 use crate::model::definition::RoleKind;
 use crate::model::job::{Framework, Role};

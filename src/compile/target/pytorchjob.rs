@@ -15,7 +15,6 @@
 //! node fails it (see [`crate::compile::pytorch`] for why no node restarts
 //! alone), and `cleanPodPolicy: Running` then stops the others.
 
-use crate::compile::Named;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -27,7 +26,7 @@ use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
 use crate::compile::pytorch::Launch;
-use crate::compile::{Manifest, Run, meta, pod};
+use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::model::definition::RoleKind;
 use crate::model::job::Framework;
 use crate::names;

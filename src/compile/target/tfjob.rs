@@ -8,7 +8,6 @@
 //! success `cleanPodPolicy: Running` deletes the pods still running (the
 //! parameter servers).
 
-use crate::compile::Named;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -18,7 +17,7 @@ use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
-use crate::compile::{Manifest, Run, meta, pod};
+use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::load::Findings;
 use crate::model::definition::RoleKind;
 use crate::model::definition::{Strategy, TrainingJob};
