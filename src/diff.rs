@@ -123,7 +123,7 @@ impl RunSide {
         self.names.insert(run.to_owned());
         if crate::compile::target::BACKENDS
             .iter()
-            .any(|b| b.pods_kind == kind)
+            .any(|b| b.pods_kind() == kind)
         {
             self.requests.add(&cost::of_run_object(doc));
             self.kind = Some(kind.to_owned());

@@ -86,7 +86,7 @@ pub fn name_error(name: &str) -> Option<String> {
 }
 
 /// `s` for a message: control characters escaped, at most 100 characters.
-pub fn printable(s: &str) -> String {
+fn printable(s: &str) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         if i == 100 {

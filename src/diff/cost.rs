@@ -104,7 +104,7 @@ pub fn of_run_object(doc: &Value) -> Requests {
     let kind = doc["kind"].as_str().unwrap_or_default();
     let mut out = Requests::default();
     let backends = crate::compile::target::BACKENDS.iter();
-    if let Some(b) = backends.into_iter().find(|b| b.pods_kind == kind) {
+    if let Some(b) = backends.into_iter().find(|b| b.pods_kind() == kind) {
         for (pods, spec) in (b.pods)(doc) {
             out.add(&pod(spec).times(pods));
         }

@@ -53,11 +53,8 @@ pub struct Backend {
     /// The objects a run named `run` with `roles` creates, for the name
     /// length and collision checks.
     pub generated: NamesOf,
-    /// The kind of its objects that hold the run's pod templates: `Job`
-    /// for plain Jobs, else the run object.
-    pub pods_kind: &'static str,
-    /// The pods one object of `pods_kind`, as a file holds it, runs at
-    /// once: what `diff` counts a run's cost by.
+    /// The pods one object of [`Backend::pods_kind`], as a file holds it,
+    /// runs at once: what `diff` counts a run's cost by.
     pub pods: PodsOf,
     /// The restart policy of a TensorFlow task's pods unless the definition
     /// says: `OnFailure` where a task restarts in place, `Never` where the
@@ -72,6 +69,14 @@ pub struct Backend {
 }
 
 impl Backend {
+    /// The kind of its objects that hold a run's pod templates: the run
+    /// object, else (plain Jobs) `Job`.
+    pub fn pods_kind(&self) -> &'static str {
+        use k8s_openapi::Resource as _;
+        self.run_object
+            .map_or(k8s_openapi::api::batch::v1::Job::KIND, |o| o.kind)
+    }
+
     /// What a run's policy defaults to here. A PyTorch node's pod is never
     /// restarted alone: static rendezvous needs every node to start again
     /// together (`compile::pytorch`).
@@ -98,7 +103,6 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         compile: kubernetes::compile,
         check: |_, _| {},
         generated: kubernetes::generated,
-        pods_kind: "Job",
         pods: kubernetes::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
@@ -112,7 +116,6 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         compile: |run, _| jobset::compile(run).map(Objects::from),
         check: jobset::check,
         generated: jobset::generated,
-        pods_kind: "JobSet",
         pods: jobset::pods,
         task_restart: "Never",
         restarts_whole_runs: true,
@@ -126,7 +129,6 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         compile: |run, _| tfjob::compile(run).map(Objects::from),
         check: tfjob::check,
         generated: |_, run, roles| tfjob::generated(run, roles),
-        pods_kind: "TFJob",
         pods: tfjob::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
@@ -140,7 +142,6 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         compile: |run, _| pytorchjob::compile(run).map(Objects::from),
         check: |_, _| {},
         generated: |_, run, roles| pytorchjob::generated(run, roles),
-        pods_kind: "PyTorchJob",
         pods: pytorchjob::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
