@@ -422,6 +422,28 @@ pub struct Summary {
     pub floor: u64,
 }
 
+impl Summary {
+    /// The document as the rules across documents see it, with no
+    /// location: what they find, the full build reports.
+    pub fn across(&self) -> validate::across::Doc<'_> {
+        validate::across::Doc {
+            namespace: &self.namespace,
+            name: &self.name,
+            claims: self
+                .claims
+                .iter()
+                .map(|(kind, namespace, name)| validate::across::Claim {
+                    kind,
+                    namespace: namespace.as_deref(),
+                    name,
+                })
+                .collect(),
+            floor: self.floor,
+            at: None,
+        }
+    }
+}
+
 /// The summaries of the documents, from what validation found of them
 /// (every document, when it passes).
 fn summarize(facts: Vec<validate::Facts>) -> Vec<Summary> {
@@ -722,6 +744,8 @@ fn compile_sets(
     }];
     let mut outputs = Vec::with_capacity(sets.len());
     let mut diags = Vec::new();
+    // The images each set builds, for the rules across sets.
+    let mut images = vec![base_prepared.images.clone(); sets.len()];
     // The definitions' jobs are moved into the last set that writes them,
     // not copied.
     let mut base_sets = sets.iter().filter(|s| s.variant.is_none()).count();
@@ -745,14 +769,7 @@ fn compile_sets(
                 let out = v.build_output.as_deref().unwrap_or(&project.build_output);
                 let prepared = prepare(project, library, &mut jobs, out)?;
                 contexts.extend(prepared.prints);
-                if v.build_output.is_none() && all {
-                    diags.extend(foreign_images(
-                        project,
-                        v,
-                        &prepared.images,
-                        &base_prepared.images,
-                    ));
-                }
+                images[index] = prepared.images;
                 parts.push(Part {
                     summaries,
                     jobs: job_infos(&jobs, &prepared.per_job),
@@ -797,17 +814,27 @@ fn compile_sets(
             jobs: jobs.len(),
         });
     }
-    if all && diags.is_empty() {
-        let jobs: Vec<Vec<&Summary>> = (0..sets.len())
-            .map(|i| {
-                parts
+    if all {
+        let facts: Vec<SetFacts> = images
+            .iter()
+            .enumerate()
+            .map(|(i, images)| SetFacts {
+                docs: parts
                     .iter()
                     .filter(|p| p.set == Some(i))
                     .flat_map(|p| &p.summaries)
-                    .collect()
+                    .collect(),
+                images,
             })
             .collect();
-        diags.extend(shared_jobs(project, sets, &jobs));
+        let clean = diags.is_empty();
+        diags.extend(across_sets(
+            project,
+            sets,
+            &base_prepared.images,
+            &facts,
+            clean,
+        ));
     }
     if !diags.is_empty() {
         diagnostic::normalize(&mut diags);
@@ -909,6 +936,41 @@ fn prepare(
     })
 }
 
+/// What the rules across a build's sets see of one set.
+pub struct SetFacts<'a> {
+    /// Its documents.
+    pub docs: Vec<&'a Summary>,
+    /// The images its jobs build (see [`Prepared::images`]).
+    pub images: &'a std::collections::BTreeSet<String>,
+}
+
+/// The rules across a build's sets, each once, for the full build and the
+/// build cache alike: a variant without build specs of its own may only
+/// use the images the project's build (`base`); and, when nothing else
+/// was found (`clean`), no two outputs synced to one cluster may build the
+/// same job. `facts` are in the order of `sets`.
+pub fn across_sets(
+    project: &Project,
+    sets: &[Set],
+    base: &std::collections::BTreeSet<String>,
+    facts: &[SetFacts],
+    clean: bool,
+) -> Vec<Diagnostic> {
+    let mut found: Vec<Diagnostic> = sets
+        .iter()
+        .zip(facts)
+        .filter_map(|(set, f)| {
+            let v = set.variant.filter(|v| v.build_output.is_none())?;
+            foreign_images(project, v, f.images, base)
+        })
+        .collect();
+    if clean && found.is_empty() && sets.len() > 1 {
+        let jobs: Vec<&[&Summary]> = facts.iter().map(|f| f.docs.as_slice()).collect();
+        found.extend(shared_jobs(project, sets, &jobs));
+    }
+    found
+}
+
 /// Jobs that two outputs synced to one cluster would both run. A job is
 /// its namespace and name in a cluster: its TensorBoard, claims and
 /// PersistentVolumes are named after it, its pods selected by it, and a
@@ -917,7 +979,7 @@ fn prepare(
 /// jobs come as [`Summary`]s; `sets` are in the same order. One finding per
 /// pair of outputs, located at the later one's `output` in the project
 /// file, with the earlier one's.
-pub fn shared_jobs(project: &Project, sets: &[Set], jobs: &[Vec<&Summary>]) -> Vec<Diagnostic> {
+fn shared_jobs(project: &Project, sets: &[Set], jobs: &[&[&Summary]]) -> Vec<Diagnostic> {
     let cluster = |s: &Set| -> Option<String> {
         s.variant
             .and_then(|v| v.cluster.clone())
@@ -980,7 +1042,7 @@ pub fn shared_jobs(project: &Project, sets: &[Set], jobs: &[Vec<&Summary>]) -> V
 /// A variant without a build directory of its own whose patches change
 /// what an image is built from: nothing would build the image its
 /// manifests name.
-pub fn foreign_images(
+fn foreign_images(
     project: &Project,
     variant: &Variant,
     images: &std::collections::BTreeSet<String>,

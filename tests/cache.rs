@@ -933,7 +933,7 @@ fn a_duplicate_across_an_edited_and_an_unedited_file_is_found() {
         if args.contains(&"-v") {
             assert!(
                 err.starts_with(
-                    "cache: compiling, because a job is defined twice; the build will report it\n"
+                    "cache: compiling, because job `ml/job-1` is defined twice; the build will report it\n"
                 ),
                 "{err}"
             );
@@ -1294,7 +1294,7 @@ fn a_generated_name_taken_by_an_edit_is_found_among(n: usize, file: &str) {
         assert_eq!(findings(&err), findings(&stderr(&uncached)), "{args:?}");
         if args.contains(&"-v") {
             assert!(
-                err.starts_with("cache: compiling, because two jobs generate the same object; the build will report it\n"),
+                err.starts_with("cache: compiling, because this job generates PersistentVolumeClaim `ml/job-1-x-data`, which another job generates too; the build will report it\n"),
                 "{err}"
             );
         }

@@ -621,9 +621,10 @@ fn in_walk_order(mut want: Vec<(String, Want)>) -> Result<Vec<(String, Want)>, S
     Ok(want)
 }
 
-/// The rules across definition files ([`crate::validate::across`], and
-/// those of variants), over every file's records: any finding ends the
-/// incremental build, and the full build reports it.
+/// The rules across definition files ([`crate::validate::across::check`])
+/// and across outputs ([`pipeline::across_sets`]), the functions the full
+/// build runs, over every file's records: any finding ends the incremental
+/// build, and the full build reports it.
 fn across_files(
     req: &super::Request,
     sets: &[Set],
@@ -637,63 +638,42 @@ fn across_files(
         if docs(k).next().is_none() {
             return Err("there are no jobs; the build will report it".into());
         }
-        if !across::defined_twice(docs(k).map(|d| (d.namespace.as_str(), d.name.as_str())))
-            .is_empty()
-        {
-            return Err("a job is defined twice; the build will report it".into());
-        }
-        let claims = docs(k).map(|d| {
-            d.claims.iter().map(|(kind, ns, name)| across::Claim {
-                kind,
-                namespace: ns.as_deref(),
-                name,
-            })
-        });
-        if !across::same_objects(claims).is_empty() {
-            return Err("two jobs generate the same object; the build will report it".into());
-        }
-        if across::over_budget(docs(k).map(|d| d.floor)).is_some() {
-            return Err("the jobs pass the output budget; the build will report it".into());
+        let summaries: Vec<across::Doc> = docs(k).map(Summary::across).collect();
+        if let Some(found) = across::check(&summaries, true).first() {
+            return Err(format!("{}; the build will report it", found.message));
         }
     }
-    // Each variant set: its `job:` names (of the definitions as written),
-    // and the images it uses without build specs of its own.
-    let images = |k: usize| -> BTreeSet<String> {
-        all.iter()
-            .flat_map(|r| &r.parts[k].jobs)
-            .flat_map(|j| j.images.iter().cloned())
-            .collect()
-    };
+    // Each variant set's `job:` names, of the definitions as written.
     let complete = pipeline::complete(project, req.cwd, req.paths);
-    for (i, set) in sets.iter().enumerate() {
-        let Some(v) = set.variant else { continue };
-        let k = part_of(compiled, i)?;
-        let names: BTreeSet<&str> = docs(0).map(|d| d.name.as_str()).collect();
+    let names: BTreeSet<&str> = docs(0).map(|d| d.name.as_str()).collect();
+    for v in sets.iter().filter_map(|s| s.variant) {
         if complete && crate::variant::unknown_jobs(v, &names).next().is_some() {
             return Err(format!(
                 "a patch of variant `{}` names no definition; the build will report it",
                 v.name
             ));
         }
-        if v.build_output.is_none()
-            && pipeline::foreign_images(project, v, &images(k), &images(0)).is_some()
-        {
-            return Err(format!(
-                "variant `{}` uses images the project's build specs do not build; the build will report it",
-                v.name
-            ));
-        }
     }
-    if sets.len() > 1 {
-        let jobs = (0..sets.len())
-            .map(|i| Ok(docs(part_of(compiled, i)?).collect()))
-            .collect::<Result<Vec<_>, String>>()?;
-        if !pipeline::shared_jobs(project, sets, &jobs).is_empty() {
-            return Err(
-                "two outputs synced to one cluster build the same job; the build will report it"
-                    .into(),
-            );
-        }
+    let images = |k: usize| -> BTreeSet<String> {
+        all.iter()
+            .flat_map(|r| &r.parts[k].jobs)
+            .flat_map(|j| j.images.iter().cloned())
+            .collect()
+    };
+    let parts = (0..sets.len())
+        .map(|i| part_of(compiled, i))
+        .collect::<Result<Vec<usize>, String>>()?;
+    let set_images: Vec<BTreeSet<String>> = parts.iter().map(|&k| images(k)).collect();
+    let facts: Vec<pipeline::SetFacts> = parts
+        .iter()
+        .zip(&set_images)
+        .map(|(&k, images)| pipeline::SetFacts {
+            docs: docs(k).collect(),
+            images,
+        })
+        .collect();
+    if let Some(found) = pipeline::across_sets(project, sets, &images(0), &facts, true).first() {
+        return Err(format!("{}; the build will report it", found.message));
     }
     Ok(())
 }

@@ -1,20 +1,90 @@
-//! The rules across definition documents, each once. A full build runs them
-//! over every document it validated and reports what they find at the
-//! documents ([`super::validate_all`], [`super::budget`]); the build cache's
-//! incremental build runs the same functions over the summaries it keeps of
-//! the files it did not compile again, and leaves whatever they find to the
-//! full build, which reports it. So a rule added here holds for both.
+//! The rules across definition documents, each once, in one function:
+//! [`check`]. A full build runs it over every document it validated and
+//! reports what it finds at the documents ([`super::validate_all`]); the
+//! build cache runs it over the summaries it keeps of the files it did not
+//! compile again, and leaves whatever it finds to the full build, which
+//! reports it. So a rule added to [`check`] holds for both.
 
 use std::collections::HashMap;
 
-use crate::limits::MAX_OUTPUT_BYTES;
+use crate::diagnostic::Diagnostic;
+use crate::limits::{MAX_OUTPUT_BYTES, mib};
+use crate::source::Location;
+
+/// A definition document as the rules across documents see it.
+#[derive(Debug, Clone)]
+pub struct Doc<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The objects it generates.
+    pub claims: Vec<Claim<'a>>,
+    /// The least output it makes (see [`super::floor`]).
+    pub floor: u64,
+    /// Where its `metadata.name` is written, where findings about it point;
+    /// `None` for the build cache's summaries.
+    pub at: Option<Location>,
+}
+
+/// The rules across documents, over `docs` in the order findings are
+/// reported (by file name, then position): a job defined twice, the output
+/// budget of all documents together, and (only when nothing else was found,
+/// `clean`: a document that failed its own checks may claim anything) an
+/// object two jobs generate.
+pub fn check(docs: &[Doc], clean: bool) -> Vec<Diagnostic> {
+    let mut found = Vec::new();
+    let keys = docs.iter().map(|d| (d.namespace, d.name));
+    for (first, again) in defined_twice(keys) {
+        let d = &docs[again];
+        let mut finding =
+            Diagnostic::new(format!("job `{}/{}` is defined twice", d.namespace, d.name))
+                .path("metadata.name")
+                .at(d.at.clone())
+                .hint("give each job its own name or namespace");
+        if let Some(loc) = docs[first].at.clone() {
+            finding = finding.related("first defined here", loc);
+        }
+        found.push(finding);
+    }
+    if let Some(total) = over_budget(docs.iter().map(|d| d.floor)) {
+        found.push(
+            Diagnostic::new(format!(
+                "the {} jobs make at least {} of manifests together, over the {} limit for a build's output",
+                docs.len(),
+                mib(total),
+                mib(MAX_OUTPUT_BYTES)
+            ))
+            .hint("split the definitions into projects with their own output directories"),
+        );
+    }
+    if !(clean && found.is_empty()) {
+        return found;
+    }
+    for same in same_objects(docs.iter().map(|d| d.claims.iter().copied())) {
+        let d = &docs[same.again];
+        let claim = &d.claims[same.claim];
+        let shown = match claim.namespace {
+            Some(ns) => format!("{ns}/{}", claim.name),
+            None => claim.name.to_owned(),
+        };
+        let mut finding = Diagnostic::new(format!(
+            "this job generates {} `{shown}`, which another job generates too",
+            claim.kind
+        ))
+        .path("metadata.name")
+        .at(d.at.clone())
+        .hint("rename the job or the volume so generated names differ");
+        if let Some(loc) = docs[same.first].at.clone() {
+            finding = finding.related("the other job", loc);
+        }
+        found.push(finding);
+    }
+    found
+}
 
 /// Jobs defined twice: for each document (by its namespace and name, in the
 /// order findings are reported) that defines a job an earlier one defines,
 /// the index of that earlier one and its own.
-pub fn defined_twice<'a>(
-    jobs: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Vec<(usize, usize)> {
+fn defined_twice<'a>(jobs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<(usize, usize)> {
     let mut first: HashMap<(&str, &str), usize> = HashMap::new();
     let mut found = Vec::new();
     for (i, job) in jobs.into_iter().enumerate() {
@@ -32,12 +102,12 @@ pub fn defined_twice<'a>(
 /// with volume `data` both claim `a-z-data`): they would overwrite each
 /// other in the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SameObject {
+struct SameObject {
     /// The document that generates it first.
-    pub first: usize,
+    first: usize,
     /// The later one, and which of its claims it is.
-    pub again: usize,
-    pub claim: usize,
+    again: usize,
+    claim: usize,
 }
 
 /// An object a job generates, as two jobs could both claim it.
@@ -52,7 +122,7 @@ pub struct Claim<'a> {
 /// Objects two documents generate, given each document's claims in the
 /// order findings are reported: at most one finding per document, at its
 /// first claim that an earlier document holds.
-pub fn same_objects<'a, C>(claims: impl IntoIterator<Item = C>) -> Vec<SameObject>
+fn same_objects<'a, C>(claims: impl IntoIterator<Item = C>) -> Vec<SameObject>
 where
     C: IntoIterator<Item = Claim<'a>>,
 {
@@ -83,7 +153,7 @@ where
 /// The least output of all documents together (see [`super::floor`]) when
 /// it passes the output limit while none passes it alone (a document
 /// that does is refused on its own, at its replicas).
-pub fn over_budget(floors: impl IntoIterator<Item = u64>) -> Option<u64> {
+fn over_budget(floors: impl IntoIterator<Item = u64>) -> Option<u64> {
     let mut total = 0u64;
     for floor in floors {
         if floor > MAX_OUTPUT_BYTES {

@@ -87,12 +87,12 @@ pub(super) fn floor_of(roles: &Tasks) -> u64 {
 }
 
 /// Refuses each job whose tasks times settings pass the output limit, at
-/// the replicas of the role that weighs most; then, if every job fits, all
-/// of them together.
+/// the replicas of the role that weighs most (all of them together are a
+/// rule across documents: [`super::across::check`]).
 /// `valid`: each valid document with its [`per_task`], and `patched` if
 /// that includes what the patches add ([`add_patches`]).
 pub(super) fn check<'a>(
-    valid: impl ExactSizeIterator<Item = (&'a Document, &'a Tasks)>,
+    valid: impl Iterator<Item = (&'a Document, &'a Tasks)>,
     patched: bool,
     diags: &mut Vec<Diagnostic>,
 ) {
@@ -101,11 +101,8 @@ pub(super) fn check<'a>(
     } else {
         "settings each"
     };
-    let count = valid.len();
-    let mut floors = Vec::with_capacity(count);
     for (doc, roles) in valid {
         let floor = floor_of(roles);
-        floors.push(floor);
         if floor <= MAX_OUTPUT_BYTES {
             continue;
         }
@@ -129,17 +126,6 @@ pub(super) fn check<'a>(
             } else {
                 "every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"
             }),
-        );
-    }
-    if let Some(total) = super::across::over_budget(floors) {
-        diags.push(
-            Diagnostic::new(format!(
-                "the {} jobs make at least {} of manifests together, over the {} limit for a build's output",
-                count,
-                mib(total),
-                mib(MAX_OUTPUT_BYTES)
-            ))
-            .hint("split the definitions into projects with their own output directories"),
         );
     }
 }

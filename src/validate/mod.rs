@@ -84,6 +84,8 @@ struct Valid {
     /// Boxed: a definition is some kilobytes, and a thousand of them moved
     /// from the workers' results into `valid` is memory touched twice.
     def: Box<TrainingJob>,
+    /// Its job's namespace, the project's default when it names none.
+    namespace: String,
     tasks: budget::Tasks,
     generated: Vec<rules::Generated>,
 }
@@ -105,15 +107,13 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
         warnings.extend(checked.warnings);
         valid.extend(checked.valid.map(|v| (doc, v)));
     }
-    duplicates(&valid, defaults, &mut diags);
     budget::check(
         valid.iter().map(|(doc, v)| (*doc, &v.tasks)),
         false,
         &mut diags,
     );
-    if diags.is_empty() {
-        collisions(&valid, &mut diags);
-    }
+    let clean = diags.is_empty();
+    diags.extend(across::check(&across_docs(&valid), clean));
     if !diags.is_empty() {
         // Warnings too: a user fixing errors sees everything at once.
         diags.extend(warnings);
@@ -165,6 +165,8 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
             true,
             &mut diags,
         );
+        let clean = diags.is_empty();
+        diags.extend(across::check(&across_docs(&valid), clean));
     }
     if !diags.is_empty() {
         diags.extend(warnings);
@@ -177,7 +179,7 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
         .into_iter()
         .map(|(doc, v)| Facts {
             source: doc.file.name.clone(),
-            namespace: namespace_of(&v.def, defaults),
+            namespace: v.namespace,
             floor: budget::floor_of(&v.tasks),
             name: v.def.metadata.name,
             generated: v.generated,
@@ -214,6 +216,7 @@ fn check(doc: &Document, cx: &Context) -> Checked {
         .into_iter()
         .partition(Diagnostic::is_error);
     let valid = errors.is_empty().then(|| Valid {
+        namespace: namespace_of(&def, cx.defaults),
         tasks: budget::per_task(doc, &def),
         generated: rules::generated(&def, cx.defaults),
         def,
@@ -250,70 +253,33 @@ fn project_file(doc: &Document) -> Option<Diagnostic> {
     )
 }
 
-/// The valid documents in the order findings across documents are
-/// reported: by file name, then position, whatever order the files were
-/// given in.
-fn in_report_order<'a>(valid: &'a [(&'a Document, Valid)]) -> Vec<&'a (&'a Document, Valid)> {
+/// The valid documents as the rules across documents see them
+/// ([`across::check`]), in the order their findings are reported: by file
+/// name, then position, whatever order the files were given in.
+fn across_docs<'a>(valid: &'a [(&'a Document, Valid)]) -> Vec<across::Doc<'a>> {
     let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
     ordered.sort_by_key(|(doc, _)| {
         let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
         (doc.file.name.clone(), pos)
     });
     ordered
-}
-
-/// The same job (namespace + name) defined twice would write the same
-/// files: reported at the later definition ([`across::defined_twice`]).
-fn duplicates(valid: &[(&Document, Valid)], defaults: &Defaults, diags: &mut Vec<Diagnostic>) {
-    let ordered = in_report_order(valid);
-    let keys: Vec<(String, &str)> = ordered
-        .iter()
-        .map(|(_, v)| (namespace_of(&v.def, defaults), v.def.metadata.name.as_str()))
-        .collect();
-    for (first, again) in across::defined_twice(keys.iter().map(|(ns, n)| (ns.as_str(), *n))) {
-        let (ns, name) = &keys[again];
-        let doc = ordered[again].0;
-        let mut d = Diagnostic::new(format!("job `{ns}/{name}` is defined twice"))
-            .path("metadata.name")
-            .at(doc.locate("/metadata/name"))
-            .hint("give each job its own name or namespace");
-        if let Some(loc) = ordered[first].0.locate("/metadata/name") {
-            d = d.related("first defined here", loc);
-        }
-        diags.push(d);
-    }
-}
-
-/// Two jobs whose generated objects share a name would overwrite each
-/// other in the cluster ([`across::same_objects`]).
-fn collisions(valid: &[(&Document, Valid)], diags: &mut Vec<Diagnostic>) {
-    let ordered = in_report_order(valid);
-    let claims = ordered.iter().map(|(_, v)| {
-        v.generated.iter().map(|g| across::Claim {
-            kind: g.kind,
-            namespace: g.namespace.as_deref(),
-            name: &g.name,
+        .into_iter()
+        .map(|(doc, v)| across::Doc {
+            namespace: &v.namespace,
+            name: &v.def.metadata.name,
+            claims: v
+                .generated
+                .iter()
+                .map(|g| across::Claim {
+                    kind: g.kind,
+                    namespace: g.namespace.as_deref(),
+                    name: &g.name,
+                })
+                .collect(),
+            floor: budget::floor_of(&v.tasks),
+            at: doc.locate("/metadata/name"),
         })
-    });
-    for found in across::same_objects(claims) {
-        let (doc, v) = ordered[found.again];
-        let g = &v.generated[found.claim];
-        let shown = match &g.namespace {
-            Some(ns) => format!("{ns}/{}", g.name),
-            None => g.name.clone(),
-        };
-        let mut d = Diagnostic::new(format!(
-            "this job generates {} `{shown}`, which another job generates too",
-            g.kind
-        ))
-        .path("metadata.name")
-        .at(doc.locate("/metadata/name"))
-        .hint("rename the job or the volume so generated names differ");
-        if let Some(loc) = ordered[found.first].0.locate("/metadata/name") {
-            d = d.related("the other job", loc);
-        }
-        diags.push(d);
-    }
+        .collect()
 }
 
 #[cfg(test)]
