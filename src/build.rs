@@ -60,6 +60,13 @@ pub struct Built {
 
 /// Runs one build of `paths` (none: the project's sources) into `targets`,
 /// from `cwd`, with the build cache unless `no_cache`.
+///
+/// One path: plan every directory, then show the warnings, then (for
+/// `build`) stage every directory before linking any in, and record. Only
+/// how the plans are made differs: from the record, compiling only the
+/// definition files whose results it does not know ([`incremental`]; a
+/// no-op compiles none), or, when it cannot tell, compiling every file
+/// ([`compile_all`]).
 pub fn run<R: Report>(
     cwd: &Path,
     targets: &Targets,
@@ -81,109 +88,131 @@ pub fn run<R: Report>(
     };
     // Only the definition files that changed since the last build (none:
     // a no-op), when the build cache can tell.
-    let planned = match &cache {
+    let from_record = match &cache {
         Ok(c) => c
             .incremental(&req, &targets.pipeline_sets())
             .and_then(|inc| incremental(targets, inc, mode == Mode::Write)),
         Err(why) => Err(why.clone()),
     };
-    let mut done = match planned {
-        Ok(p) => {
-            report.cache(&p.verbose);
-            cached(p, mode, &cache, &req, report)?
+    let planned = match from_record {
+        Ok((planned, verbose)) => {
+            report.cache(&verbose);
+            planned
         }
         Err(why) => {
             report.cache(&format!("cache: compiling, because {why}"));
-            full(cwd, targets, paths, &req, &cache, mode, report)?
+            compile_all(cwd, targets, paths, &cache, mode).map_err(|e| report.fail(e))?
         }
     };
-    if mode == Mode::Check && done.dirs.iter().all(|d| d.plan.is_noop()) {
-        let warned = !done.warnings.is_empty();
-        record(
-            &cache,
-            &req,
-            &done.read,
-            &mut done.state,
-            &done.dirs,
-            warned,
-            report,
-        );
-    }
-    // The process ends soon after: freeing a large build's record one
-    // allocation at a time costs more than a small build.
-    std::mem::forget(done.state);
-    Ok(Built {
-        dirs: done.dirs,
-        warnings: done.warnings,
-    })
-}
-
-/// A build, planned (and written, for `build`), with what the cache
-/// records of it.
-struct Done {
-    dirs: Vec<Directory>,
-    read: pipeline::Read,
-    state: cache::State,
-    warnings: Vec<Diagnostic>,
-}
-
-/// The rest of a build the cache planned: the warnings, then for `build`
-/// every directory staged before any is linked in, and the record.
-fn cached<R: Report>(
-    p: Planned,
-    mode: Mode,
-    cache: &Result<cache::Cache, String>,
-    req: &cache::Request,
-    report: &mut R,
-) -> Result<Done, R::Error> {
     let Planned {
         dirs,
         locks,
         warnings,
+        refused,
         read,
         mut state,
         ..
-    } = p;
+    } = planned;
+    let release =
+        |locks: Vec<plan::Lock>| locks.into_iter().rev().for_each(plan::Lock::release_unused);
     if let Err(e) = report.warnings(&warnings) {
-        // What these locks made is removed, as a failed full build does.
-        locks.into_iter().rev().for_each(plan::Lock::release_unused);
+        // What the locks made is removed, and what was staged (dropped
+        // before them), as when a build fails.
+        drop(dirs);
+        release(locks);
         return Err(e);
     }
-    if mode == Mode::Write {
-        let mut ready = Vec::with_capacity(dirs.len());
-        for d in &dirs {
-            ready.push(plan::stage(&d.plan).map_err(|e| report.fail(e))?);
-        }
-        for r in ready {
-            r.link().map_err(|e| report.fail(e))?;
-        }
-        // Still locked: the snapshot is of this build's output.
-        let warned = !warnings.is_empty();
-        record(cache, req, &read, &mut state, &dirs, warned, report);
+    // Every plan before any write: a refusal anywhere writes nothing.
+    if !refused.is_empty() {
+        drop(dirs);
+        release(locks);
+        return Err(report.fail(refused));
     }
+    let warned = !warnings.is_empty();
+    let dirs = match mode {
+        Mode::Write => {
+            let dirs = match write_all(dirs) {
+                Ok(dirs) => dirs,
+                Err(e) => {
+                    release(locks);
+                    return Err(report.fail(e));
+                }
+            };
+            // Still locked: the snapshot is of this build's output.
+            record(&cache, &req, &read, &mut state, &dirs, warned, report);
+            dirs
+        }
+        Mode::Check | Mode::Diff => {
+            let dirs: Vec<Directory> = dirs.into_iter().map(|d| d.directory).collect();
+            if mode == Mode::Check && dirs.iter().all(|d| d.plan.is_noop()) {
+                record(&cache, &req, &read, &mut state, &dirs, warned, report);
+            }
+            dirs
+        }
+    };
     drop(locks);
-    Ok(Done {
-        dirs,
-        read,
-        state,
-        warnings,
-    })
+    // The process ends soon after: freeing a large build's record one
+    // allocation at a time costs more than a small build.
+    std::mem::forget(state);
+    Ok(Built { dirs, warnings })
 }
 
-/// The full build: compiles every definition, planning (and, for `build`,
-/// staging) each job's files as it is rendered ([`plan::stream`]), so that
-/// the output tree is never held whole; then, for `build`, writes and
-/// records every directory, linking nothing in before every directory is
-/// planned and staged.
-fn full<R: Report>(
+/// A directory planned, with what was staged for it as its files were
+/// rendered, if they were.
+struct PlannedDir {
+    directory: Directory,
+    staged: Option<Pending>,
+}
+
+/// Every directory of a build, planned: what [`run`] shows, writes and
+/// records.
+struct Planned {
+    dirs: Vec<PlannedDir>,
+    /// Held from before anything was planned (for `build`) until the
+    /// record is written.
+    locks: Vec<plan::Lock>,
+    /// Findings that do not stop the build.
+    warnings: Vec<Diagnostic>,
+    /// What the plans refuse (somebody else's file in the way, …),
+    /// reported after the warnings; nothing is written then.
+    refused: Vec<Diagnostic>,
+    read: pipeline::Read,
+    state: cache::State,
+}
+
+/// Stages every directory's files before any is linked in, so that a full
+/// disk anywhere changes nothing; then links them in.
+fn write_all(dirs: Vec<PlannedDir>) -> Result<Vec<Directory>, Vec<Diagnostic>> {
+    let mut ready = Vec::with_capacity(dirs.len());
+    let mut done = Vec::with_capacity(dirs.len());
+    // What every directory staged is removed when one fails, as the rest
+    // is dropped.
+    for d in dirs {
+        let staged = match d.staged {
+            Some(staged) => stream::stage(&d.directory.plan, staged),
+            None => plan::stage(&d.directory.plan),
+        };
+        ready.push(staged?);
+        done.push(d.directory);
+    }
+    for r in ready {
+        r.link()?;
+    }
+    Ok(done)
+}
+
+/// Plans every directory by compiling every definition file, planning (and,
+/// for `build`, staging) each job's files as it is rendered
+/// ([`plan::stream`]), so that the output tree is never held whole. For
+/// `build`, every directory is locked first. `Err`: the findings that stop the build,
+/// nothing written.
+fn compile_all(
     cwd: &Path,
     targets: &Targets,
     paths: &[PathBuf],
-    req: &cache::Request,
     cache: &Result<cache::Cache, String>,
     mode: Mode,
-    report: &mut R,
-) -> Result<Done, R::Error> {
+) -> Result<Planned, Vec<Diagnostic>> {
     let write = mode == Mode::Write;
     let record_it = cache.is_ok() && mode != Mode::Diff;
     // Locked before anything is staged, in a fixed order (every set's
@@ -208,7 +237,7 @@ fn full<R: Report>(
             Ok(l) => locks.push(l),
             Err(e) => {
                 release(locks);
-                return Err(report.fail(vec![e]));
+                return Err(vec![e]);
             }
         }
         locked.push(dir.clone());
@@ -219,29 +248,21 @@ fn full<R: Report>(
         // Only the files that change are kept, for their diff.
         Mode::Diff => stream::Mode::Keep,
     };
-    let stagers = stagers(targets, record_it, stage_mode);
-    let desired = desired_into(cwd, paths, targets, record_it, Some(&stagers));
+    let mut stagers = stagers(targets, record_it, stage_mode);
     let Desired {
         dests,
         read,
         state,
         warnings,
-    } = match desired {
+    } = match desired_into(cwd, paths, targets, record_it, Some(&stagers)) {
         Ok(d) => d,
         Err(findings) => {
             // Dropping the stagers removes what they staged.
             drop(stagers);
             release(locks);
-            return Err(report.fail(findings));
+            return Err(findings);
         }
     };
-    if let Err(e) = report.warnings(&warnings) {
-        drop(stagers);
-        release(locks);
-        return Err(e);
-    }
-    // Every plan before any write: a refusal anywhere writes nothing.
-    let mut stagers = stagers;
     let (plans, refused) = finish_all(dests, &mut stagers, |d| {
         if write && !locked.contains(&d.dir) {
             // A build directory this build makes.
@@ -250,66 +271,24 @@ fn full<R: Report>(
         }
         Ok(())
     });
-    if !refused.is_empty() {
-        drop(plans);
-        drop(stagers);
-        release(locks);
-        return Err(report.fail(refused));
-    }
-    let directory = |f: Finished| Directory {
-        plan: f.plan,
-        shown: f.shown,
-        label_runs: f.label_runs,
-    };
-    if !write {
-        return Ok(Done {
-            dirs: plans.into_iter().map(directory).collect(),
-            read,
-            state,
-            warnings,
-        });
-    }
-    // Every directory's files staged before any is linked in: a full disk
-    // anywhere changes nothing.
-    let mut ready = Vec::with_capacity(plans.len());
-    let mut done = Vec::with_capacity(plans.len());
-    let mut plans = plans.into_iter();
-    let mut failed = None;
-    for mut f in plans.by_ref() {
-        let staged = match f.staged.take() {
-            Some(staged) => stream::stage(&f.plan, staged),
-            None => plan::stage(&f.plan),
-        };
-        match staged {
-            Ok(r) => ready.push(r),
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-        done.push(directory(f));
-    }
-    if let Some(e) = failed {
-        // What every directory staged goes before the locks: an output
-        // directory a lock made is removed only when empty.
-        drop(ready);
-        drop(plans);
-        release(locks);
-        return Err(report.fail(e));
-    }
-    for r in ready {
-        r.link().map_err(|e| report.fail(e))?;
-    }
-    // Still locked: the snapshot is of this build's output.
-    let mut state = state;
-    let warned = !warnings.is_empty();
-    record(cache, req, &read, &mut state, &done, warned, report);
-    drop(locks);
-    Ok(Done {
-        dirs: done,
+    let dirs = plans
+        .into_iter()
+        .map(|f| PlannedDir {
+            directory: Directory {
+                plan: f.plan,
+                shown: f.shown,
+                label_runs: f.label_runs,
+            },
+            staged: f.staged,
+        })
+        .collect();
+    Ok(Planned {
+        dirs,
+        locks,
+        warnings,
+        refused,
         read,
         state,
-        warnings,
     })
 }
 
@@ -548,22 +527,15 @@ fn finish_all(
     (plans, refused)
 }
 
-/// An incremental build, planned.
-struct Planned {
-    dirs: Vec<Directory>,
-    locks: Vec<plan::Lock>,
-    warnings: Vec<Diagnostic>,
-    read: pipeline::Read,
-    state: cache::State,
-    /// For `build -v`: how many jobs were compiled, of how many, and why.
-    verbose: String,
-}
-
-/// [`desired_into`] and the plans, from an incremental build (see
-/// [`cache::incremental`]); with `lock`, each directory is locked
-/// before it is planned. `Err`: why the full build must run, having
-/// written nothing.
-fn incremental(targets: &Targets, inc: cache::Incremental, lock: bool) -> Result<Planned, String> {
+/// Plans every directory from an incremental build (see
+/// [`cache::incremental`]), with what `build -v` says of it; with `lock`,
+/// each directory is locked before it is planned. `Err`: why the full
+/// build must run, having written nothing.
+fn incremental(
+    targets: &Targets,
+    inc: cache::Incremental,
+    lock: bool,
+) -> Result<(Planned, String), String> {
     let project = &targets.project;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
     let mut inc = inc;
@@ -602,14 +574,22 @@ fn incremental(targets: &Targets, inc: cache::Incremental, lock: bool) -> Result
         return Err(why);
     }
     let verbose = verbose(&inc, &dirs);
-    Ok(Planned {
+    let dirs = dirs
+        .into_iter()
+        .map(|directory| PlannedDir {
+            directory,
+            staged: None,
+        })
+        .collect();
+    let planned = Planned {
         dirs,
         locks,
         warnings,
+        refused: Vec::new(),
         read: inc.read,
         state: inc.state,
-        verbose,
-    })
+    };
+    Ok((planned, verbose))
 }
 
 /// What `build -v` says of an incremental build: how many jobs it compiled,
