@@ -252,8 +252,8 @@ fn compile_all(
     let Desired {
         dests,
         read,
-        state,
-        warnings,
+        mut state,
+        mut warnings,
     } = match desired_into(cwd, paths, targets, record_it, Some(&stagers)) {
         Ok(d) => d,
         Err(findings) => {
@@ -263,14 +263,20 @@ fn compile_all(
             return Err(findings);
         }
     };
-    let (plans, refused) = finish_all(dests, &mut stagers, |d| {
-        if write && !locked.contains(&d.dir) {
-            // A build directory this build makes.
-            locks.push(plan::lock(&d.dir)?);
-            locked.push(d.dir.clone());
-        }
-        Ok(())
-    });
+    let (plans, refused) = finish_all(
+        dests,
+        &mut stagers,
+        (&mut state, record_it),
+        &mut warnings,
+        |d| {
+            if write && !locked.contains(&d.dir) {
+                // A build directory this build makes.
+                locks.push(plan::lock(&d.dir)?);
+                locked.push(d.dir.clone());
+            }
+            Ok(())
+        },
+    );
     let dirs = plans
         .into_iter()
         .map(|f| PlannedDir {
@@ -315,12 +321,16 @@ struct Dest {
     dir: PathBuf,
     /// How messages name it.
     shown: String,
+    /// Its files rendered in memory.
     tree: crate::emit::Tree,
     /// The set whose manifests these are; `None`: build specs.
     set: Option<usize>,
-    /// The files of `tree`'s that a sink took as they were rendered
-    /// ([`pipeline::Output::streamed`]).
-    streamed: Vec<String>,
+    /// The files of its that a sink took as they were rendered
+    /// ([`pipeline::Output::streamed`]), with their hashes when asked for.
+    streamed: Vec<(String, Option<String>)>,
+    /// The root kustomization's entries besides the jobs, when unlisted
+    /// YAML in it is warned about: the project's own output.
+    unlisted: Option<Vec<String>>,
     /// Manifests (not build specs) of a build that writes several output
     /// directories: `diff` names it with the runs it changes.
     label_runs: bool,
@@ -422,24 +432,22 @@ fn desired_into(
     } else {
         cache::State::default()
     };
-    let mut warnings = compiled.warnings;
+    let warnings = compiled.warnings;
     let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
     let mut dests = Vec::new();
     for (i, (set, out)) in targets.sets.iter().zip(compiled.outputs).enumerate() {
-        // What a controller syncing the project's output would miss.
-        if set.own {
-            warnings.extend(crate::resources::unlisted(
-                &set.output,
-                &project.shown_dir(&set.output),
-                &out.extra,
-            ));
-        }
         dests.push(Dest {
             shown: project.shown_dir(&set.output),
             dir: set.output.clone(),
             tree: out.manifests,
             set: Some(i),
-            streamed: out.streamed.into_keys().collect(),
+            streamed: out
+                .streamed
+                .into_iter()
+                .map(|(rel, taken)| (rel, taken.hash))
+                .collect(),
+            // What a controller syncing the project's output would miss.
+            unlisted: set.own.then_some(out.extra),
             label_runs: several,
         });
         if let Some(dir) = &set.build_output
@@ -451,6 +459,7 @@ fn desired_into(
                 tree: out.builds,
                 set: None,
                 streamed: Vec::new(),
+                unlisted: None,
                 label_runs: false,
             });
         }
@@ -489,42 +498,115 @@ struct Finished {
     staged: Option<Pending>,
 }
 
-/// Plans each directory: a set's manifests by the stager that took them,
-/// the rest in memory, after `before` (which may refuse) said yes. Every
-/// directory's plan, or every refusal of every directory.
+/// Plans each directory: what a stager took as it was rendered, the rest
+/// by the walk every build plans with ([`crate::plan::merge`]), after
+/// `before` (which may refuse) said yes to a directory no stager took.
+/// Every directory's plan, adding to `warnings` what the unlisted-files
+/// check finds and to `state` what each walk saw; or every refusal of
+/// every directory.
 fn finish_all(
     dests: Vec<Dest>,
     stagers: &mut Stagers,
+    (state, record): (&mut cache::State, bool),
+    warnings: &mut Vec<Diagnostic>,
     mut before: impl FnMut(&Dest) -> Result<(), Diagnostic>,
 ) -> (Vec<Finished>, Vec<Diagnostic>) {
     let mut plans = Vec::with_capacity(dests.len());
     let mut refused = Vec::new();
     for d in dests {
-        let planned = match d
+        let stager = d
             .set
             .and_then(|i| stagers.0.get_mut(i))
-            .and_then(Option::take)
-        {
-            Some(stager) => {
-                let streamed: HashSet<&str> = d.streamed.iter().map(String::as_str).collect();
-                stager.finish(d.tree, &streamed).map(|(p, s)| (p, Some(s)))
-            }
+            .and_then(Option::take);
+        let streamed = match stager {
+            Some(stager) => match stager.finish() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    refused.extend(e);
+                    continue;
+                }
+            },
             None => match before(&d) {
-                Ok(()) => plan::plan(&d.dir, &d.shown, d.tree).map(|p| (p, None)),
-                Err(e) => Err(vec![e]),
+                Ok(()) => None,
+                Err(e) => {
+                    refused.push(e);
+                    continue;
+                }
             },
         };
-        match planned {
-            Ok((plan, staged)) => plans.push(Finished {
-                plan,
-                shown: d.shown,
-                label_runs: d.label_runs,
-                staged,
-            }),
+        match finish(d, streamed, state, record) {
+            Ok((f, unlisted)) => {
+                warnings.extend(unlisted);
+                plans.push(f);
+            }
             Err(e) => refused.extend(e),
         }
     }
     (plans, refused)
+}
+
+/// Plans `d`, with what its stager planned and staged (`streamed`): its
+/// plan and the unlisted-files warning, or what it refuses. With `record`,
+/// what the walk saw is kept in `state` for the build's record.
+fn finish(
+    d: Dest,
+    streamed: Option<stream::Streamed>,
+    state: &mut cache::State,
+    record: bool,
+) -> Result<(Finished, Option<Diagnostic>), Vec<Diagnostic>> {
+    use crate::plan::merge::{self, Want};
+    let mut want: Vec<(String, Want)> = d
+        .streamed
+        .into_iter()
+        .map(|(rel, hash)| (rel, Want::Taken(hash)))
+        .chain(d.tree.into_iter().map(|(rel, b)| (rel, Want::Bytes(b))))
+        .collect();
+    want.sort_by(|a, b| crate::plan::snapshot::walk_cmp(&a.0, &b.0));
+    let check = d
+        .unlisted
+        .as_deref()
+        .map(|entries| crate::resources::UnlistedCheck {
+            output: &d.dir,
+            entries,
+        });
+    let (mut changes, temps, pending) = match streamed {
+        Some(s) => (s.changes, s.temps, Some(s.pending)),
+        None => (Vec::new(), HashSet::new(), None),
+    };
+    let merged = merge::plan(merge::Wanted {
+        root: &d.dir,
+        shown: &d.shown,
+        want,
+        recorded: None,
+        unlisted: check.as_ref().map(|c| c as &dyn merge::Unlisted),
+        staged: temps,
+    })
+    .map_err(|stopped| match stopped {
+        merge::Stopped::Failed(e) => vec![e],
+        // Nothing was known: every file was compared.
+        merge::Stopped::Changed(why) => vec![Diagnostic::new(format!("internal error: {why}"))],
+    })?;
+    if !merged.refused.is_empty() {
+        return Err(merged.refused);
+    }
+    let unlisted = crate::resources::unlisted_warning(&d.shown, &merged.unlisted);
+    if record {
+        state.walked(&d.dir, merged.entries);
+    }
+    changes.extend(merged.changes);
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    let plan = Plan {
+        root: d.dir,
+        changes,
+        kept: merged.kept,
+    };
+    let f = Finished {
+        plan,
+        shown: d.shown,
+        label_runs: d.label_runs,
+        staged: pending,
+    };
+    Ok((f, unlisted))
 }
 
 /// Plans every directory from an incremental build (see

@@ -13,6 +13,8 @@ use crate::diagnostic::Diagnostic;
 use crate::emit::{self, Tree};
 
 mod in_place;
+pub mod merge;
+pub mod snapshot;
 pub mod stream;
 mod write;
 
@@ -60,10 +62,6 @@ pub struct Plan {
     /// Files left as they are without a change of their own: those of the
     /// jobs an incremental build took from its record unread.
     pub kept: usize,
-    /// The directory was empty or missing when the plan looked: once the
-    /// plan is carried out it holds what the plan wrote, and the build
-    /// cache records that without walking it.
-    pub fresh: bool,
 }
 
 impl Plan {
@@ -102,30 +100,34 @@ fn io_error(path: &Path, what: &str, e: &io::Error) -> Diagnostic {
 ///
 /// `shown` is how messages name `root` (relative to the working directory).
 pub fn plan(root: &Path, shown: &str, tree: Tree) -> Result<Plan, Vec<Diagnostic>> {
-    let mut changes = Vec::with_capacity(tree.len());
-    let mut refused = Vec::new();
-    let fresh = is_empty_dir(root);
-    let mut checked = Checked::new();
-    for (rel, new) in tree {
-        match plan_file(root, shown, rel, new, &mut checked) {
-            Ok(c) => changes.push(c),
-            Err(d) => refused.push(d),
-        }
+    let mut want: Vec<(String, merge::Want)> = tree
+        .into_iter()
+        .map(|(rel, new)| (rel, merge::Want::Bytes(new)))
+        .collect();
+    want.sort_by(|a, b| snapshot::walk_cmp(&a.0, &b.0));
+    let merged = merge::plan(merge::Wanted {
+        root,
+        shown,
+        want,
+        recorded: None,
+        unlisted: None,
+        staged: HashSet::new(),
+    })
+    .map_err(|stopped| match stopped {
+        merge::Stopped::Failed(d) => vec![d],
+        // Nothing was known: every file was compared.
+        merge::Stopped::Changed(why) => vec![Diagnostic::new(format!("internal error: {why}"))],
+    })?;
+    if !merged.refused.is_empty() {
+        return Err(merged.refused);
     }
-    let desired: HashSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
-    let stale = prune(root, &desired).map_err(|d| vec![d])?;
-    changes.extend(stale);
+    let mut changes = merged.changes;
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    if refused.is_empty() {
-        Ok(Plan {
-            root: root.to_path_buf(),
-            changes,
-            kept: 0,
-            fresh,
-        })
-    } else {
-        Err(refused)
-    }
+    Ok(Plan {
+        root: root.to_path_buf(),
+        changes,
+        kept: merged.kept,
+    })
 }
 
 /// One file of [`plan`]: what becomes of `rel` below `root`, or why it
@@ -209,14 +211,6 @@ fn classify(
             Ok(Found::TooLarge(_)) => Err(too_large(&show())),
             Err(e) => Err(io_error(&path, "read", &e)),
         },
-    }
-}
-
-/// Whether `dir` holds nothing (or is not there).
-pub(crate) fn is_empty_dir(dir: &Path) -> bool {
-    match fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }
 
@@ -373,71 +367,6 @@ fn too_large(show: &str) -> Diagnostic {
         MAX_FILE >> 20
     ))
     .hint("move the file out of the output directory")
-}
-
-/// The walk of an output root that pruning and the build cache share: no
-/// symlink is followed (the root itself excepted, which may be one), and no
-/// directory other than a [`layout_dir`] is entered.
-pub fn walk(root: &Path) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
-    walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .min_depth(1)
-        .into_iter()
-        .filter_entry(|e| !e.file_type().is_dir() || e.file_name().to_str().is_some_and(layout_dir))
-}
-
-/// The files under `root` that trainc owns (see [`owned`]) and no longer
-/// produces. Symlinks are never followed and never deleted; other files
-/// are read no further than needed to tell they are not trainc's.
-fn prune(root: &Path, desired: &HashSet<&str>) -> Result<Vec<Change>, Diagnostic> {
-    let mut stale = Vec::new();
-    if !root.is_dir() {
-        return Ok(stale);
-    }
-    for entry in walk(root) {
-        let entry =
-            entry.map_err(|e| Diagnostic::new(format!("cannot walk {}: {e}", root.display())))?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        // Names that are not UTF-8 are none trainc gives.
-        let Some(rel) = rel
-            .components()
-            .map(|c| c.as_os_str().to_str())
-            .collect::<Option<Vec<_>>>()
-            .map(|parts| parts.join("/"))
-        else {
-            continue;
-        };
-        if desired.contains(rel.as_str()) {
-            continue;
-        }
-        let name = rel.rsplit('/').next().unwrap_or(&rel);
-        let old = if is_temp(name) {
-            // Whatever an interrupted build left: shown in diffs when small.
-            match read_owned(entry.path(), &rel) {
-                Ok(Found::Owned(old)) => Some(old),
-                _ => None,
-            }
-        } else {
-            match read_owned(entry.path(), &rel) {
-                Ok(Found::Owned(old)) => Some(old),
-                Ok(Found::Foreign(_) | Found::TooLarge(_)) => continue,
-                Err(e) => return Err(io_error(entry.path(), "read", &e)),
-            }
-        };
-        stale.push(Change {
-            path: rel,
-            op: Op::Delete,
-            old,
-            new: Vec::new(),
-        });
-    }
-    Ok(stale)
 }
 
 /// The directories on the way to planned files, as found so far: `true` a

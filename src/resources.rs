@@ -376,6 +376,24 @@ pub fn unlisted_known(
     unlisted_warning(shown, &found)
 }
 
+/// The unlisted-files check of the output at `output`, whose root
+/// kustomization lists `entries` besides the jobs, as a plan's walk runs it
+/// ([`crate::plan::merge`]).
+pub struct UnlistedCheck<'a> {
+    pub output: &'a Path,
+    pub entries: &'a [String],
+}
+
+impl crate::plan::merge::Unlisted for UnlistedCheck<'_> {
+    fn entry(&self, rel: &str, path: &Path, symlink: bool, owned: bool) -> bool {
+        unlisted_entry(rel, path, symlink, self.entries, || owned)
+    }
+
+    fn below(&self, dir: &Path, found: &mut Vec<String>) {
+        unlisted_below(self.output, dir, self.entries, None, found);
+    }
+}
+
 /// Whether the entry at `rel` below the output (`path` on disk; a file,
 /// a symlink or another kind of entry, not a directory) is a YAML file
 /// that [`unlisted`] names; `vouched` says, when asked, whether the build

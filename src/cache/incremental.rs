@@ -34,11 +34,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::key::source_hash;
-use super::snapshot::{self, Entry, Kind, Sig};
 use crate::emit;
 use crate::image::{BAKE_FILE, ImageBuild};
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
-use crate::plan::{self, Change, Found, Op, Plan};
+use crate::plan::merge::{self, Want};
+use crate::plan::snapshot::{self, Entry};
+use crate::plan::{self, Plan};
 
 /// What one definition file made in the last build.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -113,6 +114,12 @@ pub struct State {
 }
 
 impl State {
+    /// Keeps what a plan's walk saw of `dir` (`None`: not there), from
+    /// which the record is made once the plan is carried out.
+    pub fn walked(&mut self, dir: &Path, entries: Option<Vec<Entry>>) {
+        self.walked.insert(dir.to_path_buf(), entries);
+    }
+
     /// The state of a build that compiled every definition file into
     /// `compiled`, for `sets`. Hashes every file once; the record of the
     /// build needs the hashes anyway.
@@ -222,15 +229,6 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
         }
     }
     Some(out)
-}
-
-/// A file a directory should hold.
-#[derive(Debug)]
-enum Want {
-    /// As the last build wrote it: the hash its snapshot records.
-    Known,
-    /// Compiled by this build.
-    Bytes(Vec<u8>),
 }
 
 /// A directory an incremental build writes, and what it should hold.
@@ -703,327 +701,48 @@ pub struct Planned {
 }
 
 /// The plan of `dest` (`shown` as messages name it), as [`plan::plan`]
-/// would make it; or why the full build must make it. One walk of the
-/// directory, the walk a no-op build's check makes, does it all: it checks
-/// the files of unchanged jobs against the snapshot (reading none whose
-/// signature is as recorded: an unchanged file carries no bytes in the
-/// plan), compares the files that changed (reading them, for the diff),
-/// finds what to prune, runs the unlisted-files check when `unlisted`
-/// gives the root kustomization's other entries, and leaves in `state`
-/// what it saw, from which the record of the build is made without
-/// walking again.
+/// would make it, by the walk every build plans with
+/// ([`crate::plan::merge`]), which reads no file of an unchanged job whose
+/// signature is as recorded; or why the full build must make it. Runs the
+/// unlisted-files check when `unlisted` gives the root kustomization's
+/// other entries, and leaves in `state` what the walk saw, from which the
+/// record of the build is made without walking again.
 pub fn plan(
     dest: Dest,
     shown: &str,
     unlisted: Option<&[String]>,
     state: &mut State,
 ) -> Result<Planned, String> {
-    let root = dest.dir;
-    let want = dest.want;
-    let had = dest.recorded.is_some();
-    let recorded = dest.recorded.unwrap_or_default();
-    let count = recorded.len();
-    let p = Planner {
-        root: &root,
-        shown,
-        changes: Vec::new(),
-        kept: 0,
-        want: want.into_iter().peekable(),
-        checked: plan::Checked::new(),
-        entries: Vec::with_capacity(recorded.len() + 16),
-        recorded: recorded.into_iter().peekable(),
-        unlisted,
-        found: Vec::new(),
-        known: 0,
-        matched: 0,
-        failed: None,
-    };
-    // Both callbacks add to what the walk found, in walk order.
-    let cell = std::cell::RefCell::new(p);
-    let walked = snapshot::walk(
-        &root,
-        |rel, kind, sig| {
-            let mut p = cell.borrow_mut();
-            match p.entry(rel, kind, sig) {
-                Ok(()) => Ok(true),
-                Err(why) => {
-                    p.failed = Some(why);
-                    Ok(false)
-                }
-            }
-        },
-        |rel| {
-            // Hidden directories are not looked into; others, which no
-            // plan enters, only by the unlisted-files check.
-            let mut p = cell.borrow_mut();
-            let name = rel.rsplit('/').next().unwrap_or(rel);
-            if let Some(entries) = p.unlisted
-                && !name.starts_with('.')
-            {
-                crate::resources::unlisted_below(
-                    &root,
-                    &root.join(rel),
-                    entries,
-                    None,
-                    &mut p.found,
-                );
-            }
-            Ok(())
-        },
-    );
-    let mut p = cell.into_inner();
-    let present = match walked {
-        Ok(present) => present,
-        Err(e) => {
-            return Err(p
-                .failed
-                .take()
-                .unwrap_or_else(|| format!("{shown} cannot be walked: {e}")));
-        }
-    };
-    p.absent_until(None)?;
-    let Planner {
-        mut changes,
-        kept,
+    let check = unlisted.map(|entries| crate::resources::UnlistedCheck {
+        output: &dest.dir,
         entries,
-        found,
-        known,
-        matched,
-        ..
-    } = p;
-    state.unchanged &= present == had && matched == count && entries.len() == count;
+    });
+    let merged = merge::plan(merge::Wanted {
+        root: &dest.dir,
+        shown,
+        want: dest.want,
+        recorded: dest.recorded,
+        unlisted: check.as_ref().map(|c| c as &dyn merge::Unlisted),
+        staged: HashSet::new(),
+    })
+    .map_err(|stopped| match stopped {
+        merge::Stopped::Changed(why) => why,
+        merge::Stopped::Failed(d) => format!("{}; the build will report it", d.message),
+    })?;
+    if let Some(d) = merged.refused.first() {
+        return Err(format!("{}; the build will report it", d.message));
+    }
+    state.unchanged &= merged.as_recorded;
+    let mut changes = merged.changes;
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    state
-        .walked
-        .insert(root.clone(), present.then_some(entries));
+    state.walked.insert(dest.dir.clone(), merged.entries);
     Ok(Planned {
         plan: Plan {
-            root,
+            root: dest.dir,
             changes,
-            kept,
-            fresh: false,
+            kept: merged.kept,
         },
-        unlisted: found,
-        known,
+        unlisted: merged.unlisted,
+        known: merged.known,
     })
-}
-
-/// The state of [`plan()`]'s walk: the snapshot and the wanted files, both
-/// in walk order, are merged with the entries as the walk meets them.
-struct Planner<'a> {
-    root: &'a Path,
-    shown: &'a str,
-    recorded: std::iter::Peekable<std::vec::IntoIter<Entry>>,
-    want: std::iter::Peekable<std::vec::IntoIter<(String, Want)>>,
-    changes: Vec<Change>,
-    /// The wanted files found as they should be.
-    kept: usize,
-    checked: plan::Checked,
-    /// What the walk saw, as a snapshot.
-    entries: Vec<Entry>,
-    unlisted: Option<&'a [String]>,
-    found: Vec<String>,
-    known: u64,
-    /// How many entries the walk met as recorded: kind, and for a file the
-    /// signature (not racy) and hash.
-    matched: usize,
-    failed: Option<String>,
-}
-
-impl Planner<'_> {
-    /// The recorded entry at `rel`, if any; those before it are passed.
-    fn recorded(&mut self, rel: &str) -> Option<Entry> {
-        while let Some(e) = self.recorded.peek() {
-            match snapshot::walk_cmp(&e.path, rel) {
-                std::cmp::Ordering::Less => {
-                    self.recorded.next();
-                }
-                std::cmp::Ordering::Equal => return self.recorded.next(),
-                std::cmp::Ordering::Greater => return None,
-            }
-        }
-        None
-    }
-
-    fn changed(&self, rel: &str, what: &str) -> String {
-        format!("{} changed since the last build: {rel} {what}", self.shown)
-    }
-
-    /// Plans the wanted files that come before `rel` in walk order (all of
-    /// them, for `None`): the walk did not meet them, so they are not there.
-    fn absent_until(&mut self, rel: Option<&str>) -> Result<(), String> {
-        while let Some((path, want)) = self.want.next_if(|(p, _)| {
-            rel.is_none_or(|r| snapshot::walk_cmp(p, r) == std::cmp::Ordering::Less)
-        }) {
-            match want {
-                Want::Known => return Err(self.changed(&path, "is gone")),
-                Want::Bytes(new) => {
-                    let change =
-                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
-                            .map_err(|d| format!("{}; the build will report it", d.message))?;
-                    self.changes.push(change);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// One entry of the walk.
-    fn entry(&mut self, rel: &str, kind: Kind, sig: Option<Sig>) -> Result<(), String> {
-        self.absent_until(Some(rel))?;
-        // The recorded entry's path is this entry's: no copy of it.
-        let (path, was, recorded) = match self.recorded(rel) {
-            Some(e) => (e.path, Some(e.kind), e.file),
-            None => (rel.to_owned(), None, None),
-        };
-        let wanted = self.want.next_if(|(p, _)| p == rel);
-        let (Kind::File, Some(sig)) = (kind, sig) else {
-            // Not a file: a wanted file there is refused, as a plan refuses
-            // it (or, of an unchanged job, taken for changed).
-            match wanted {
-                Some((path, Want::Known)) => return Err(self.changed(&path, "changed type")),
-                Some((path, Want::Bytes(new))) => {
-                    let change =
-                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
-                            .map_err(|d| format!("{}; the build will report it", d.message))?;
-                    self.changes.push(change);
-                }
-                None => {}
-            }
-            if let Some(entries) = self.unlisted
-                && kind != Kind::Dir
-                && crate::resources::unlisted_entry(
-                    rel,
-                    &self.root.join(rel),
-                    kind == Kind::Symlink,
-                    entries,
-                    || false,
-                )
-            {
-                self.found.push(rel.to_owned());
-            }
-            if was == Some(kind) && recorded.is_none() {
-                self.matched += 1;
-            }
-            self.entries.push(Entry {
-                path,
-                kind,
-                file: None,
-            });
-            return Ok(());
-        };
-        let vouched = recorded
-            .as_ref()
-            .filter(|f| !f.racy && f.sig == sig)
-            .map(|f| f.hash.as_str());
-        // The hash of the file as it is now, and whether trainc owns it:
-        // `None` when it is not known yet.
-        let (hash, owned) = match wanted {
-            Some((path, Want::Known)) => {
-                let Some(want) = &recorded else {
-                    return Err("the record lacks a file of an unchanged job".into());
-                };
-                let now = match vouched {
-                    Some(h) => Some(h.to_owned()),
-                    None => snapshot::file_hash(rel, &self.root.join(rel))
-                        .ok()
-                        .filter(|(_, owned)| *owned)
-                        .map(|(h, _)| h),
-                };
-                if now.as_deref() != Some(want.hash.as_str()) || want.hash.starts_with("head:") {
-                    return Err(self.changed(&path, "was edited"));
-                }
-                self.known += want.sig.size;
-                // Counted, not listed: 95,000 of them at 5,000 jobs.
-                self.kept += 1;
-                (want.hash.clone(), Some(true))
-            }
-            Some((path, Want::Bytes(new))) => {
-                let hash = crate::plan::content_hash(&new);
-                if vouched == Some(hash.as_str()) {
-                    self.kept += 1;
-                    (hash, Some(true))
-                } else {
-                    let change =
-                        plan::plan_file(self.root, self.shown, path, new, &mut self.checked)
-                            .map_err(|d| format!("{}; the build will report it", d.message))?;
-                    let hash = match &change.old {
-                        Some(old) => crate::plan::content_hash(old),
-                        None => hash,
-                    };
-                    self.changes.push(change);
-                    (hash, Some(true))
-                }
-            }
-            None => {
-                // What is left is pruned when trainc owns it, as
-                // `plan::plan` prunes.
-                let name = rel.rsplit('/').next().unwrap_or(rel);
-                let temp = plan::is_temp(name);
-                let path = self.root.join(rel);
-                match vouched {
-                    Some(h) if !temp && h.starts_with("head:") => (h.to_owned(), None),
-                    _ => match plan::read_owned(&path, rel) {
-                        Ok(Found::Owned(old)) => {
-                            let hash = crate::plan::content_hash(&old);
-                            self.changes.push(Change {
-                                path: rel.to_owned(),
-                                op: Op::Delete,
-                                old: Some(old),
-                                new: Vec::new(),
-                            });
-                            (hash, Some(true))
-                        }
-                        Ok(Found::Foreign(head)) | Ok(Found::TooLarge(head)) if temp => {
-                            self.changes.push(Change {
-                                path: rel.to_owned(),
-                                op: Op::Delete,
-                                old: None,
-                                new: Vec::new(),
-                            });
-                            (format!("head:{}", crate::plan::content_hash(&head)), None)
-                        }
-                        Ok(Found::Foreign(head)) => (
-                            format!("head:{}", crate::plan::content_hash(&head)),
-                            Some(false),
-                        ),
-                        Ok(Found::TooLarge(head)) => (
-                            format!("head:{}", crate::plan::content_hash(&head)),
-                            Some(true),
-                        ),
-                        Err(_) if temp => {
-                            self.changes.push(Change {
-                                path: rel.to_owned(),
-                                op: Op::Delete,
-                                old: None,
-                                new: Vec::new(),
-                            });
-                            ("head:".to_owned(), None)
-                        }
-                        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-                    },
-                }
-            }
-        };
-        if let Some(entries) = self.unlisted
-            && crate::resources::unlisted_entry(rel, &self.root.join(rel), false, entries, || {
-                owned == Some(true)
-            })
-        {
-            self.found.push(rel.to_owned());
-        }
-        if was == Some(Kind::File) && vouched == Some(hash.as_str()) {
-            self.matched += 1;
-        }
-        self.entries.push(Entry {
-            path,
-            kind,
-            file: Some(snapshot::FileState {
-                sig,
-                hash,
-                racy: false,
-            }),
-        });
-        Ok(())
-    }
 }

@@ -6,7 +6,7 @@
 //! definition file made ([`incremental`]), the key of everything else the
 //! output depends on ([`key`]), the prints of the build contexts it hashed
 //! ([`crate::image::ContextPrint`]) and a snapshot of every output
-//! directory ([`snapshot`]). The next build hashes its inputs again, which
+//! directory ([`crate::plan::snapshot`]). The next build hashes its inputs again, which
 //! costs a read of the definitions and no parsing, compiles the files whose
 //! bytes changed and plans every directory against its snapshot. A no-op is
 //! that build with nothing to compile. Any doubt takes the full path, which
@@ -18,24 +18,22 @@
 
 pub mod incremental;
 pub mod key;
-pub mod snapshot;
 
-use std::collections::HashMap;
 use std::fs;
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::plan::snapshot::{self, Entry};
 pub use incremental::{Incremental, State};
 pub use key::Request;
 use sha2::{Digest as _, Sha256};
-use snapshot::Entry;
 
 use crate::image::ContextPrint;
 use crate::paths::real;
 use crate::pipeline::Read;
-use crate::plan::{Change, Op, Plan};
+use crate::plan::{Change, Plan};
 
 /// Bumped whenever the record changes shape or meaning: a record of
 /// another format is not read. 11 and 12 are postcard (12 without the key
@@ -265,133 +263,47 @@ impl Cache {
                 shown(req, &c.dir)
             ));
         }
-        // What each directory now holds, as the plans wrote it.
-        let mut written: Vec<(&Path, HashMap<&str, std::borrow::Cow<'_, str>>)> = Vec::new();
+        // What each directory now holds: as its plan's walk saw it, and
+        // what the plan did to it. A file written is hashed as the build
+        // meant it (its bytes, or the hash taken as it was streamed).
+        let hashes = std::mem::take(&mut state.hashes);
+        let hash = |dir: &Path, c: &Change| match hashes.get(dir).and_then(|h| h.get(&c.path)) {
+            Some(h) => Ok(h.clone()),
+            // Every file trainc writes has a header: none is empty.
+            None if c.new.is_empty() => Err(std::io::Error::other(format!(
+                "the hash of {} is not known",
+                c.path
+            ))),
+            None => Ok(crate::plan::content_hash(&c.new)),
+        };
         let mut outputs = Vec::new();
-        if !state.walked.is_empty() {
-            // An incremental build: each directory as its plan's walk saw
-            // it, and what the plan did to it.
-            for dir in req.dirs() {
-                let plan = plans.iter().find(|p| p.root == dir);
-                let cannot =
-                    |e: std::io::Error| format!("{} cannot be recorded: {e}", shown(req, &dir));
-                let entries = match (state.walked.remove(&dir), plan) {
-                    (Some(Some(before)), Some(plan)) => Some(
-                        snapshot::after(&dir, before, plan, self.started, bytes_hash)
-                            .map_err(cannot)?,
-                    ),
-                    (Some(Some(_)), None) => {
-                        return Err(format!("{} was not planned", shown(req, &dir)));
-                    }
-                    // Not there before the build, nor planned: not there now,
-                    // or the next check finds it.
-                    (Some(None) | None, _) if plan.is_none_or(|p| p.changes.is_empty()) => {
-                        snapshot::take(&dir, self.started, |rel, _| {
-                            Err(std::io::Error::other(format!(
-                                "{rel} appeared while the build ran"
-                            )))
-                        })
-                        .map_err(cannot)?
-                    }
-                    (Some(None) | None, _) => Some(
-                        snapshot::after(
-                            &dir,
-                            Vec::new(),
-                            plan.ok_or("internal")?,
-                            self.started,
-                            bytes_hash,
-                        )
-                        .map_err(cannot)?,
-                    ),
-                };
-                outputs.push((dir, entries));
-            }
-            let record = Record {
-                warned,
-                contexts: read.contexts.clone(),
-                outputs,
-                files: Self::files(req, read, state),
-            };
-            let written = self.write(&record);
-            left_to_exit(record);
-            return written;
-        }
-        for p in plans {
-            let known = state.hashes.get(&p.root);
-            let mut files = HashMap::new();
-            for c in p.changes.iter().filter(|c| c.op != Op::Delete) {
-                // Borrowed: a cold build of 5,000 jobs has 95,000 of them.
-                let hash = match known.and_then(|k| k.get(&c.path)) {
-                    Some(hash) => std::borrow::Cow::Borrowed(hash.as_str()),
-                    // An unchanged file's bytes are not kept (every file
-                    // trainc writes has a header, so none is empty).
-                    None if c.new.is_empty() => {
-                        return Err(format!("the hash of {} is not known", c.path));
-                    }
-                    None => std::borrow::Cow::Owned(crate::plan::content_hash(&c.new)),
-                };
-                files.insert(c.path.as_str(), hash);
-            }
-            written.push((p.root.as_path(), files));
-        }
         for dir in req.dirs() {
-            let files = written.iter().find(|(d, _)| *d == dir).map(|(_, f)| f);
-            // A directory that held nothing holds what the plan wrote: its
-            // snapshot is the plan's, with no walk (the next check compares
-            // every entry, so anything else that appeared is found then).
-            if let (Some(plan), Some(files)) =
-                (plans.iter().find(|p| p.root == dir && p.fresh), files)
-            {
-                let hash = |c: &Change| {
-                    files
-                        .get(c.path.as_str())
-                        .map(|h| h.to_string())
-                        .ok_or_else(|| {
-                            std::io::Error::other(format!("the hash of {} is not known", c.path))
-                        })
-                };
-                let entries = snapshot::after(&dir, Vec::new(), plan, self.started, hash)
-                    .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
-                outputs.push((dir, Some(entries)));
-                continue;
-            }
-            // Its own files are not read back. Any other file must be one the
-            // plan would leave alone: one it would prune can only have
-            // appeared after the plan looked.
-            let hash = |rel: &str, path: &Path| match files.and_then(|f| f.get(rel)) {
-                Some(hash) => Ok(hash.to_string()),
-                None => {
-                    let (hash, owned) = snapshot::file_hash(rel, path)?;
-                    if owned {
-                        return Err(std::io::Error::other(format!(
+            let plan = plans.iter().find(|p| p.root == dir);
+            let cannot =
+                |e: std::io::Error| format!("{} cannot be recorded: {e}", shown(req, &dir));
+            let before = match (state.walked.remove(&dir), plan) {
+                (Some(Some(before)), Some(_)) => before,
+                (Some(Some(_)), None) => {
+                    return Err(format!("{} was not planned", shown(req, &dir)));
+                }
+                // Not there before the build, nor planned: not there now,
+                // or the next check finds it.
+                (Some(None) | None, _) if plan.is_none_or(|p| p.changes.is_empty()) => {
+                    let entries = snapshot::take(&dir, self.started, |rel, _| {
+                        Err(std::io::Error::other(format!(
                             "{rel} appeared while the build ran"
-                        )));
-                    }
-                    Ok(hash)
+                        )))
+                    })
+                    .map_err(cannot)?;
+                    outputs.push((dir, entries));
+                    continue;
                 }
+                (Some(None) | None, _) => Vec::new(),
             };
-            // Racy from the start of the build, not from now: a file that
-            // another program changed after the plan compared it must not be
-            // vouched for by the signature it has now. The files this build
-            // wrote are hashed once by the next check, which then settles them.
-            let entries = snapshot::take(&dir, self.started, hash)
-                .map_err(|e| format!("{} cannot be recorded: {e}", shown(req, &dir)))?;
-            // And every file the plan wrote or kept must be there, as a file.
-            if let Some(files) = files {
-                let found: std::collections::HashSet<&str> = entries
-                    .iter()
-                    .flatten()
-                    .filter(|e| e.kind == snapshot::Kind::File)
-                    .map(|e| e.path.as_str())
-                    .collect();
-                if let Some(rel) = files.keys().find(|rel| !found.contains(*rel)) {
-                    return Err(format!(
-                        "{} cannot be recorded: {rel} went missing while the build ran",
-                        shown(req, &dir)
-                    ));
-                }
-            }
-            outputs.push((dir, entries));
+            let plan = plan.ok_or("internal: a directory without its plan")?;
+            let entries = snapshot::after(&dir, before, plan, self.started, |c| hash(&dir, c))
+                .map_err(cannot)?;
+            outputs.push((dir, Some(entries)));
         }
         let record = Record {
             warned,
@@ -608,12 +520,6 @@ fn sweep(builds: &Path) {
             let _ = unlinkat(&fd, name, AtFlags::empty());
         }
     }
-}
-
-/// The content hash of a file whose bytes its plan kept (an incremental
-/// build's).
-fn bytes_hash(c: &Change) -> std::io::Result<String> {
-    Ok(crate::plan::content_hash(&c.new))
 }
 
 /// How messages name a directory: as status lines do, after resolving

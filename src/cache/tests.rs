@@ -1,12 +1,12 @@
 //! The build cache's own tests: the record, the sweep, the directory.
 
 use super::*;
-use crate::plan::Change;
+use crate::plan::{Change, Op};
 use crate::project::Project;
 
-/// A stray file that appears between the plan and the record (a generated
-/// file the plan would have pruned, or a file it wrote going missing)
-/// is not recorded as current.
+/// The record is what the plan's walk saw and what the plan did: a stray
+/// generated file that appears after the walk is not in it, so the next
+/// build's walk meets it unrecorded and prunes it.
 #[test]
 fn only_what_the_plan_would_leave_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
@@ -43,48 +43,49 @@ fn only_what_the_plan_would_leave_is_recorded() {
         file: root.join("cache/builds/0123456789abcdef0123456789abcdef.rec"),
         started: snapshot::mark(),
     };
+    let plan_now = |recorded| {
+        crate::plan::merge::plan(crate::plan::merge::Wanted {
+            root: &out,
+            shown: "deploy",
+            want: vec![(
+                "configmap-a.yaml".to_owned(),
+                crate::plan::merge::Want::Bytes(generated.clone()),
+            )],
+            recorded,
+            unlisted: None,
+            staged: Default::default(),
+        })
+        .unwrap()
+    };
+    let walked = plan_now(None);
     let plan = Plan {
         root: out.clone(),
-        changes: vec![Change {
-            path: "configmap-a.yaml".into(),
-            op: Op::Unchanged,
-            old: Some(generated.clone()),
-            new: generated.clone(),
-        }],
-        kept: 0,
-        fresh: false,
+        changes: walked.changes,
+        kept: walked.kept,
     };
+    assert!(plan.is_noop());
     let read = Read {
         sources: Vec::new(),
         library: String::new(),
         contexts: Vec::new(),
     };
+    // Appears after the walk.
     fs::write(out.join("configmap-stray.yaml"), &generated).unwrap();
-    assert_eq!(
-        cache.save(&req, &read, &mut State::default(), &[&plan], false),
-        Err("deploy cannot be recorded: configmap-stray.yaml appeared while the build ran".into())
-    );
-    fs::remove_file(out.join("configmap-stray.yaml")).unwrap();
-    fs::write(out.join(".trainc-a1B2c3.tmp"), "").unwrap();
-    assert!(
-        cache
-            .save(&req, &read, &mut State::default(), &[&plan], false)
-            .is_err(),
-        "temporary file"
-    );
-    fs::remove_file(out.join(".trainc-a1B2c3.tmp")).unwrap();
-    fs::remove_file(out.join("configmap-a.yaml")).unwrap();
-    assert_eq!(
-        cache.save(&req, &read, &mut State::default(), &[&plan], false),
-        Err("deploy cannot be recorded: configmap-a.yaml went missing while the build ran".into())
-    );
-    fs::write(out.join("configmap-a.yaml"), &generated).unwrap();
-    fs::write(out.join("NOTES.md"), "hand-written\n").unwrap();
-    assert_eq!(
-        cache.save(&req, &read, &mut State::default(), &[&plan], false),
-        Ok(())
-    );
-    assert!(cache.file.is_file());
+    let mut state = State::default();
+    state.walked(&out, walked.entries);
+    assert_eq!(cache.save(&req, &read, &mut state, &[&plan], false), Ok(()));
+    let recorded = cache.load().unwrap().outputs.remove(0).1;
+    let paths: Vec<&str> = recorded.iter().flatten().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths, ["configmap-a.yaml"]);
+    let next = plan_now(recorded);
+    assert!(!next.as_recorded);
+    let pruned: Vec<(&str, Op)> = next
+        .changes
+        .iter()
+        .filter(|c| c.op != Op::Unchanged)
+        .map(|c| (c.path.as_str(), c.op))
+        .collect();
+    assert_eq!(pruned, [("configmap-stray.yaml", Op::Delete)]);
 }
 
 /// Old records, and the pieces of records before format 11, go; files
@@ -401,7 +402,6 @@ fn a_snapshot_from_the_plan_alone_is_checked_by_the_next_walk() {
             new("configmap-k.yaml", "k"),
         ],
         kept: 0,
-        fresh: true,
     };
     for c in &plan.changes {
         fs::create_dir_all(root.join(&c.path).parent().unwrap()).unwrap();

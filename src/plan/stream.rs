@@ -21,9 +21,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::write::{Flush, Staged, Writer};
-use super::{Change, Op, Plan, classify, prune};
+use super::{Change, Op, Plan, classify};
 use crate::diagnostic::Diagnostic;
-use crate::emit::Tree;
 
 /// What became of a file a [`Stager`] took.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +50,6 @@ pub struct Stager {
     writer: Writer,
     hash: bool,
     mode: Mode,
-    /// The directory held nothing before anything was staged.
-    fresh: bool,
     /// Set at the first error writing a staged file.
     failing: AtomicBool,
     inner: Mutex<Inner>,
@@ -115,7 +112,6 @@ impl Stager {
             writer: Writer::new(root, Flush::streaming(root)),
             hash,
             mode,
-            fresh: super::is_empty_dir(root),
             failing: AtomicBool::new(false),
             inner: Mutex::new(Inner::default()),
         }
@@ -211,37 +207,23 @@ impl Stager {
         })
     }
 
-    /// Plans `rest`, the directory's files that were not streamed (its root
-    /// kustomization), and what is to be pruned: the plan of the whole
-    /// directory, with the files staged for it; or every refusal, the staged
-    /// files then removed. `streamed` lists the paths taken, which are not
-    /// pruned.
-    pub fn finish(
-        self,
-        rest: Tree,
-        streamed: &HashSet<&str>,
-    ) -> Result<(Plan, Pending), Vec<Diagnostic>> {
+    /// What the stager planned and staged, or every refusal (the staged
+    /// files then removed). The rest of the directory (its files not
+    /// streamed, what to prune) is planned by [`super::merge`], which
+    /// leaves this build's own temporary files alone.
+    pub fn finish(self) -> Result<Streamed, Vec<Diagnostic>> {
         let Stager {
             root,
-            shown,
             writer,
             inner,
-            fresh,
             ..
         } = self;
         let Inner {
-            mut changes,
+            changes,
             staged,
             mut refused,
             failed,
         } = inner.into_inner().unwrap_or_default();
-        let mut checked = super::Checked::new();
-        for (rel, new) in rest {
-            match super::plan_file(&root, &shown, rel.clone(), new, &mut checked) {
-                Ok(c) => changes.push(c),
-                Err(d) => refused.push((rel, d)),
-            }
-        }
         // In path order, as `plan` reports them, whatever the threads did.
         if !refused.is_empty() {
             refused.sort_by(|a, b| a.0.cmp(&b.0));
@@ -250,28 +232,26 @@ impl Stager {
         if let Some((_, d)) = failed {
             return Err(vec![d]);
         }
-        // This build's own temporary files are not an interrupted one's.
-        let temps: Vec<String> = staged
+        let temps = staged
             .iter()
             .filter_map(|s| s.temp_path()?.strip_prefix(&root).ok()?.to_str())
             .map(str::to_owned)
             .collect();
-        let mut desired: HashSet<&str> = streamed.clone();
-        desired.extend(changes.iter().map(|c| c.path.as_str()));
-        desired.extend(temps.iter().map(String::as_str));
-        let stale = prune(&root, &desired).map_err(|d| vec![d])?;
-        changes.extend(stale);
-        changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok((
-            Plan {
-                root,
-                changes,
-                kept: 0,
-                fresh,
-            },
-            Pending { writer, staged },
-        ))
+        Ok(Streamed {
+            changes,
+            temps,
+            pending: Pending { writer, staged },
+        })
     }
+}
+
+/// What a [`Stager`] planned and staged.
+pub struct Streamed {
+    /// What becomes of each file it took.
+    pub changes: Vec<Change>,
+    /// Its temporary files, by their paths below the root.
+    pub temps: HashSet<String>,
+    pub pending: Pending,
 }
 
 /// The nearest directory at or above `rel`'s that exists, as far as

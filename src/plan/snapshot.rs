@@ -90,7 +90,7 @@ impl Sig {
     /// milliseconds); those with whole-second times (FAT has two) show no
     /// nanoseconds.
     #[inline]
-    pub(super) fn racy(&self, mark: i128) -> bool {
+    pub(crate) fn racy(&self, mark: i128) -> bool {
         let latest = self.mtime.max(self.ctime);
         // Most signatures are far older than the widest margin: told apart
         // without working out theirs (a build looks at every one).
@@ -326,18 +326,18 @@ fn written(
 }
 
 /// Calls `each(relative path, kind, lstat signature of a file)` for every
-/// entry below `root` that a plan walks ([`crate::plan::walk`]: no symlink
-/// followed but the root, no directory entered but a
-/// [`crate::plan::layout_dir`]), in the same order (each directory's entries
-/// sorted by name, a directory before what it holds), until it returns
-/// `false`; and `skipped(relative path)` for each directory it does not
-/// enter. Returns whether `root` exists; an error when `root` is not a
-/// directory, a name is not UTF-8, or `each` stopped.
+/// entry below `root` that a plan looks at (no symlink followed but the
+/// root, no directory entered but a [`crate::plan::layout_dir`], no name
+/// that is not UTF-8), each directory's entries sorted by name and a
+/// directory before what it holds, until it returns `false`; and
+/// `skipped(relative path)` for each directory it does not enter. Returns
+/// whether `root` exists; an error when `root` is not a directory, or
+/// `each` stopped.
 ///
-/// The same walk as [`crate::plan::walk`], done with one `getdents` per
-/// directory and one `fstatat` per file relative to its directory: the
-/// walk every cached build pays, and most of a no-op's time.
-pub(super) fn walk(
+/// One `getdents` per directory and one `fstatat` per file relative to its
+/// directory: the walk every build plans with ([`crate::plan::merge`]),
+/// and most of a no-op's time.
+pub fn walk(
     root: &Path,
     mut each: impl FnMut(&str, Kind, Option<Sig>) -> io::Result<bool>,
     mut skipped: impl FnMut(&str) -> io::Result<()>,
@@ -487,8 +487,11 @@ fn visit(
 ) -> io::Result<bool> {
     use rustix::fs::{Mode, OFlags, openat};
     let (start, n, kind, sig) = l.found[i];
-    let name = std::str::from_utf8(&l.names[start..start + n])
-        .map_err(|_| io::Error::other("a path that is not UTF-8"))?;
+    // A name that is not UTF-8 is none trainc gives: nothing to prune,
+    // compare or list.
+    let Ok(name) = std::str::from_utf8(&l.names[start..start + n]) else {
+        return Ok(true);
+    };
     let len = rel.len();
     rel.push_str(name);
     if kind == Kind::Dir && !crate::plan::layout_dir(name) {
