@@ -1,16 +1,18 @@
 //! One build, as `build`, `build --check` and `diff` run it, in one line:
-//! ask the build cache which definition files' results are known and
-//! compile the others (a no-op compiles none), or, when the cache cannot
-//! tell, compile everything; plan every output directory; for `build`,
-//! stage every file before any is linked in, and record the build for the
-//! next. The CLI resolves where a build reads and writes ([`Targets`]),
-//! says what to run ([`Mode`]) and formats what comes back ([`Built`]);
-//! [`Report`] is how it hears of what happens on the way.
+//! ask the build cache which definition files' results are known, compile
+//! the others (a no-op compiles none; with nothing known, every file, each
+//! job's files staged as they are rendered), plan every output directory by
+//! one walk, and, for `build`, stage every file before any is linked in and
+//! record the build for the next. When what the cache knows cannot make the
+//! build, the same path runs again knowing nothing. The CLI resolves where a
+//! build reads and writes ([`Targets`]), says what to run ([`Mode`]) and
+//! formats what comes back ([`Built`]); [`Report`] is how it hears of what
+//! happens on the way.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
+use crate::plan::merge;
 use crate::plan::stream::{self, Pending, Stager, Stagers};
 use crate::plan::{self, Op, Plan};
 use crate::project::Project;
@@ -61,12 +63,12 @@ pub struct Built {
 /// Runs one build of `paths` (none: the project's sources) into `targets`,
 /// from `cwd`, with the build cache unless `no_cache`.
 ///
-/// One path: plan every directory, then show the warnings, then (for
-/// `build`) stage every directory before linking any in, and record. Only
-/// how the plans are made differs: from the record, compiling only the
-/// definition files whose results it does not know ([`incremental`]; a
-/// no-op compiles none), or, when it cannot tell, compiling every file
-/// ([`compile_all`]).
+/// One path ([`plan_build`]): ask the build cache what it knows, compile the
+/// rest (with nothing known, every file), plan every directory, then show
+/// the warnings, then (for `build`) stage every directory before linking
+/// any in, and record. When what the cache knows cannot make the build (a
+/// finding, a file of an unchanged job edited by hand), the same path runs
+/// again knowing nothing.
 pub fn run<R: Report>(
     cwd: &Path,
     targets: &Targets,
@@ -86,24 +88,29 @@ pub fn run<R: Report>(
     } else {
         cache::Cache::open(&req)
     };
-    // Only the definition files that changed since the last build (none:
-    // a no-op), when the build cache can tell.
-    let from_record = match &cache {
-        Ok(c) => c
-            .incremental(&req, &targets.pipeline_sets())
-            .and_then(|inc| incremental(targets, inc, mode == Mode::Write)),
+    let known = match &cache {
+        Ok(c) => c.known(&req),
         Err(why) => Err(why.clone()),
     };
-    let planned = match from_record {
-        Ok((planned, verbose)) => {
-            report.cache(&verbose);
-            planned
-        }
-        Err(why) => {
+    if let Err(why) = &known {
+        report.cache(&format!("cache: compiling, because {why}"));
+    }
+    let planned = match plan_build(&req, targets, &cache, mode, known) {
+        Ok(p) => p,
+        Err(cache::Stop::Recompile(why)) => {
             report.cache(&format!("cache: compiling, because {why}"));
-            compile_all(cwd, targets, paths, &cache, mode).map_err(|e| report.fail(e))?
+            plan_build(&req, targets, &cache, mode, Err(why)).map_err(|stop| match stop {
+                cache::Stop::Findings(f) => report.fail(f),
+                cache::Stop::Recompile(why) => {
+                    report.fail(vec![Diagnostic::new(format!("internal error: {why}"))])
+                }
+            })?
         }
+        Err(cache::Stop::Findings(f)) => return Err(report.fail(f)),
     };
+    if let Some(line) = &planned.verbose {
+        report.cache(line);
+    }
     let Planned {
         dirs,
         locks,
@@ -178,6 +185,9 @@ struct Planned {
     refused: Vec<Diagnostic>,
     read: pipeline::Read,
     state: cache::State,
+    /// For `build -v`, of a build that knew something: what it compiled,
+    /// and why.
+    verbose: Option<String>,
 }
 
 /// Stages every directory's files before any is linked in, so that a full
@@ -201,26 +211,25 @@ fn write_all(dirs: Vec<PlannedDir>) -> Result<Vec<Directory>, Vec<Diagnostic>> {
     Ok(done)
 }
 
-/// Plans every directory by compiling every definition file, planning (and,
-/// for `build`, staging) each job's files as it is rendered
-/// ([`plan::stream`]), so that the output tree is never held whole. For
-/// `build`, every directory is locked first. `Err`: the findings that stop the build,
-/// nothing written.
-fn compile_all(
-    cwd: &Path,
+/// Plans every directory: compiles what `known` does not know (with
+/// nothing known, every definition file, each job's files planned and, for
+/// `build`, staged as they are rendered ([`plan::stream`]), so that the
+/// output tree is never held whole), then plans each directory by one walk
+/// ([`crate::plan::merge`]). For `build`, every directory is locked first.
+fn plan_build(
+    req: &cache::Request,
     targets: &Targets,
-    paths: &[PathBuf],
     cache: &Result<cache::Cache, String>,
     mode: Mode,
-) -> Result<Planned, Vec<Diagnostic>> {
+    known: Result<cache::Known, String>,
+) -> Result<Planned, cache::Stop> {
     let write = mode == Mode::Write;
     let record_it = cache.is_ok() && mode != Mode::Diff;
+    let everything = known.is_err();
     // Locked before anything is staged, in a fixed order (every set's
     // output directory, then the build directories that exist): what is
     // planned is what is written, even with a second build racing.
-    let mut locks = Vec::new();
-    let release =
-        |locks: Vec<plan::Lock>| locks.into_iter().rev().for_each(plan::Lock::release_unused);
+    let mut locks = Locks::default();
     let dirs = targets.sets.iter().map(|s| &s.output).chain(
         targets
             .sets
@@ -228,74 +237,169 @@ fn compile_all(
             .filter_map(|s| s.build_output.as_ref())
             .filter(|d| d.is_dir()),
     );
-    let mut locked: Vec<PathBuf> = Vec::new();
     for dir in dirs.filter(|_| write) {
-        if locked.contains(dir) {
-            continue;
-        }
-        match plan::lock(dir) {
-            Ok(l) => locks.push(l),
-            Err(e) => {
-                release(locks);
-                return Err(vec![e]);
-            }
-        }
-        locked.push(dir.clone());
+        locks
+            .lock(dir)
+            .map_err(|e| cache::Stop::Findings(vec![e]))?;
     }
+    // Files are streamed only when every file is compiled: a build that
+    // compiles a few keeps them, and may yet give way to one that compiles
+    // everything.
     let stage_mode = match mode {
         Mode::Write => stream::Mode::Stage,
         Mode::Check => stream::Mode::Plan,
         // Only the files that change are kept, for their diff.
         Mode::Diff => stream::Mode::Keep,
     };
-    let mut stagers = stagers(targets, record_it, stage_mode);
-    let Desired {
+    let mut stagers = everything.then(|| stagers(targets, record_it, stage_mode));
+    let sets = targets.pipeline_sets();
+    let sink = stagers.as_ref().map(|s| s as &dyn stream::Sink);
+    let mut inc = cache::incremental::compile(req, known, &sets, sink)?;
+    let said = (!everything).then(|| Said {
+        why: inc.why(),
+        compiled: inc.compiled,
+        jobs: inc.jobs,
+        dirty: std::mem::take(&mut inc.dirty),
+    });
+    let cache::Incremental {
         dests,
+        extra,
+        mut warnings,
         read,
         mut state,
-        mut warnings,
-    } = match desired_into(cwd, paths, targets, record_it, Some(&stagers)) {
-        Ok(d) => d,
-        Err(findings) => {
-            // Dropping the stagers removes what they staged.
-            drop(stagers);
-            release(locks);
-            return Err(findings);
+        bytes,
+        ..
+    } = inc;
+    let project = &targets.project;
+    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
+    let mut planned = Vec::with_capacity(dests.len());
+    let mut refused = Vec::new();
+    let mut known_bytes = 0u64;
+    for d in dests {
+        if write {
+            // Locked above, but for a build directory this build makes.
+            locks
+                .lock(&d.dir)
+                .map_err(|e| cache::Stop::Findings(vec![e]))?;
         }
-    };
-    let (plans, refused) = finish_all(
-        dests,
-        &mut stagers,
-        (&mut state, record_it),
-        &mut warnings,
-        |d| {
-            if write && !locked.contains(&d.dir) {
-                // A build directory this build makes.
-                locks.push(plan::lock(&d.dir)?);
-                locked.push(d.dir.clone());
+        let shown = project.shown_dir(&d.dir);
+        let label_runs = several && !d.builds;
+        let set = &targets.sets[d.set];
+        // What a controller syncing the project's output would miss, found
+        // by the same walk.
+        let unlisted = (set.own && !d.builds)
+            .then(|| extra.get(d.set).map(Vec::as_slice))
+            .flatten();
+        let stager = (!d.builds)
+            .then(|| stagers.as_mut()?.0.get_mut(d.set)?.take())
+            .flatten();
+        let streamed = match stager.map(stream::Stager::finish) {
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => {
+                refused.extend(e);
+                continue;
             }
-            Ok(())
-        },
-    );
-    let dirs = plans
-        .into_iter()
-        .map(|f| PlannedDir {
+            None => None,
+        };
+        let temps = streamed
+            .as_ref()
+            .map(|s| s.temps.clone())
+            .unwrap_or_default();
+        let p = match cache::incremental::plan(d, &shown, unlisted, temps, (&mut state, record_it))
+        {
+            Ok(p) => p,
+            Err(merge::Stopped::Changed(why)) => return Err(cache::Stop::Recompile(why)),
+            Err(merge::Stopped::Failed(e)) if everything => {
+                refused.push(e);
+                continue;
+            }
+            Err(merge::Stopped::Failed(e)) => {
+                return Err(cache::Stop::Recompile(format!(
+                    "{}; the build will report it",
+                    e.message
+                )));
+            }
+        };
+        if !p.refused.is_empty() {
+            if !everything {
+                return Err(cache::Stop::Recompile(format!(
+                    "{}; the build will report it",
+                    p.refused[0].message
+                )));
+            }
+            refused.extend(p.refused);
+            continue;
+        }
+        warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
+        known_bytes += p.known;
+        let mut plan = p.plan;
+        let staged = streamed.map(|s| {
+            plan.changes.extend(s.changes);
+            s.pending
+        });
+        plan.changes.sort_by(|a, b| a.path.cmp(&b.path));
+        planned.push(PlannedDir {
             directory: Directory {
-                plan: f.plan,
-                shown: f.shown,
-                label_runs: f.label_runs,
+                plan,
+                shown,
+                label_runs,
             },
-            staged: f.staged,
-        })
-        .collect();
+            staged,
+        });
+    }
+    if !everything {
+        // What was taken from the record, with what was compiled.
+        let within = crate::limits::check_output(
+            bytes.saturating_add(known_bytes),
+            0,
+            true,
+            crate::limits::MAX_OUTPUT_BYTES,
+        );
+        if within.is_err() {
+            return Err(cache::Stop::Recompile(
+                "the output passes the limit; the build will report it".into(),
+            ));
+        }
+    }
+    let verbose = said.map(|said| verbose(said, &planned));
     Ok(Planned {
-        dirs,
-        locks,
+        dirs: planned,
+        locks: std::mem::take(&mut locks.held),
         warnings,
         refused,
         read,
         state,
+        verbose,
     })
+}
+
+/// The locks a build holds, in the order it took them. Dropped before
+/// the build is planned whole, they are released as a failed build's are:
+/// an output directory a lock made is removed when empty.
+#[derive(Default)]
+struct Locks {
+    held: Vec<plan::Lock>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Locks {
+    /// Locks `dir`, unless it is locked already.
+    fn lock(&mut self, dir: &Path) -> Result<(), Diagnostic> {
+        if !self.dirs.iter().any(|d| d == dir) {
+            self.held.push(plan::lock(dir)?);
+            self.dirs.push(dir.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Locks {
+    fn drop(&mut self) {
+        self.held
+            .drain(..)
+            .rev()
+            .for_each(plan::Lock::release_unused);
+    }
 }
 
 /// Records a build in the cache, and whether it `warned`, telling
@@ -314,26 +418,6 @@ fn record<R: Report>(
     if let Err(why) = c.save(req, read, state, &plans, warned) {
         report.cache(&format!("cache: not recorded, because {why}"));
     }
-}
-
-/// A directory trainc writes, and what it should hold.
-struct Dest {
-    dir: PathBuf,
-    /// How messages name it.
-    shown: String,
-    /// Its files rendered in memory.
-    tree: crate::emit::Tree,
-    /// The set whose manifests these are; `None`: build specs.
-    set: Option<usize>,
-    /// The files of its that a sink took as they were rendered
-    /// ([`pipeline::Output::streamed`]), with their hashes when asked for.
-    streamed: Vec<(String, Option<String>)>,
-    /// The root kustomization's entries besides the jobs, when unlisted
-    /// YAML in it is warned about: the project's own output.
-    unlisted: Option<Vec<String>>,
-    /// Manifests (not build specs) of a build that writes several output
-    /// directories: `diff` names it with the runs it changes.
-    label_runs: bool,
 }
 
 /// One output directory a build writes (the project's own, or a
@@ -400,78 +484,6 @@ impl Targets {
     }
 }
 
-/// What [`desired_into`] compiled.
-struct Desired {
-    /// The directories, each with what it should hold.
-    dests: Vec<Dest>,
-    read: pipeline::Read,
-    /// What the build cache records of the build.
-    state: cache::State,
-    warnings: Vec<Diagnostic>,
-}
-
-/// Everything up to, not including, touching the output directories: the
-/// same for `build`, `build --check` and `diff`. For each set, the manifests
-/// come first; build specs follow when the set writes them and there are
-/// any, or were. Also returns what was read and, when `record`, the state
-/// for the build cache.
-/// With a `sink`, the jobs' files of the sets it streams are handed to it
-/// as they are rendered instead of kept in the trees.
-fn desired_into(
-    cwd: &Path,
-    paths: &[PathBuf],
-    targets: &Targets,
-    record: bool,
-    sink: Option<&dyn crate::plan::stream::Sink>,
-) -> Result<Desired, Vec<Diagnostic>> {
-    let project = &targets.project;
-    let sets = targets.pipeline_sets();
-    let compiled = pipeline::desired_into(project, cwd, paths, &sets, sink)?;
-    let state = if record {
-        cache::State::of(&sets, &compiled)
-    } else {
-        cache::State::default()
-    };
-    let warnings = compiled.warnings;
-    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
-    let mut dests = Vec::new();
-    for (i, (set, out)) in targets.sets.iter().zip(compiled.outputs).enumerate() {
-        dests.push(Dest {
-            shown: project.shown_dir(&set.output),
-            dir: set.output.clone(),
-            tree: out.manifests,
-            set: Some(i),
-            streamed: out
-                .streamed
-                .into_iter()
-                .map(|(rel, taken)| (rel, taken.hash))
-                .collect(),
-            // What a controller syncing the project's output would miss.
-            unlisted: set.own.then_some(out.extra),
-            label_runs: several,
-        });
-        if let Some(dir) = &set.build_output
-            && (!out.builds.is_empty() || dir.is_dir())
-        {
-            dests.push(Dest {
-                shown: project.shown_dir(dir),
-                dir: dir.clone(),
-                tree: out.builds,
-                set: None,
-                streamed: Vec::new(),
-                unlisted: None,
-                label_runs: false,
-            });
-        }
-    }
-    Ok(Desired {
-        dests,
-        read: compiled.read,
-        state,
-        warnings,
-    })
-}
-
 /// A stager for each set's output directory (see [`crate::plan::stream`]).
 fn stagers(targets: &Targets, hash: bool, mode: stream::Mode) -> Stagers {
     Stagers(
@@ -486,202 +498,31 @@ fn stagers(targets: &Targets, hash: bool, mode: stream::Mode) -> Stagers {
     )
 }
 
-/// A directory, planned.
-struct Finished {
-    plan: Plan,
-    /// How messages name the directory.
-    shown: String,
-    /// Whether `diff` names the directory with the runs it changes (see
-    /// [`Dest::label_runs`]).
-    label_runs: bool,
-    /// What was staged for it, when its files were staged as rendered.
-    staged: Option<Pending>,
-}
-
-/// Plans each directory: what a stager took as it was rendered, the rest
-/// by the walk every build plans with ([`crate::plan::merge`]), after
-/// `before` (which may refuse) said yes to a directory no stager took.
-/// Every directory's plan, adding to `warnings` what the unlisted-files
-/// check finds and to `state` what each walk saw; or every refusal of
-/// every directory.
-fn finish_all(
-    dests: Vec<Dest>,
-    stagers: &mut Stagers,
-    (state, record): (&mut cache::State, bool),
-    warnings: &mut Vec<Diagnostic>,
-    mut before: impl FnMut(&Dest) -> Result<(), Diagnostic>,
-) -> (Vec<Finished>, Vec<Diagnostic>) {
-    let mut plans = Vec::with_capacity(dests.len());
-    let mut refused = Vec::new();
-    for d in dests {
-        let stager = d
-            .set
-            .and_then(|i| stagers.0.get_mut(i))
-            .and_then(Option::take);
-        let streamed = match stager {
-            Some(stager) => match stager.finish() {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    refused.extend(e);
-                    continue;
-                }
-            },
-            None => match before(&d) {
-                Ok(()) => None,
-                Err(e) => {
-                    refused.push(e);
-                    continue;
-                }
-            },
-        };
-        match finish(d, streamed, state, record) {
-            Ok((f, unlisted)) => {
-                warnings.extend(unlisted);
-                plans.push(f);
-            }
-            Err(e) => refused.extend(e),
-        }
-    }
-    (plans, refused)
-}
-
-/// Plans `d`, with what its stager planned and staged (`streamed`): its
-/// plan and the unlisted-files warning, or what it refuses. With `record`,
-/// what the walk saw is kept in `state` for the build's record.
-fn finish(
-    d: Dest,
-    streamed: Option<stream::Streamed>,
-    state: &mut cache::State,
-    record: bool,
-) -> Result<(Finished, Option<Diagnostic>), Vec<Diagnostic>> {
-    use crate::plan::merge::{self, Want};
-    let mut want: Vec<(String, Want)> = d
-        .streamed
-        .into_iter()
-        .map(|(rel, hash)| (rel, Want::Taken(hash)))
-        .chain(d.tree.into_iter().map(|(rel, b)| (rel, Want::Bytes(b))))
-        .collect();
-    want.sort_by(|a, b| crate::plan::snapshot::walk_cmp(&a.0, &b.0));
-    let check = d
-        .unlisted
-        .as_deref()
-        .map(|entries| crate::resources::UnlistedCheck {
-            output: &d.dir,
-            entries,
-        });
-    let (mut changes, temps, pending) = match streamed {
-        Some(s) => (s.changes, s.temps, Some(s.pending)),
-        None => (Vec::new(), HashSet::new(), None),
-    };
-    let merged = merge::plan(merge::Wanted {
-        root: &d.dir,
-        shown: &d.shown,
-        want,
-        recorded: None,
-        unlisted: check.as_ref().map(|c| c as &dyn merge::Unlisted),
-        staged: temps,
-    })
-    .map_err(|stopped| match stopped {
-        merge::Stopped::Failed(e) => vec![e],
-        // Nothing was known: every file was compared.
-        merge::Stopped::Changed(why) => vec![Diagnostic::new(format!("internal error: {why}"))],
-    })?;
-    if !merged.refused.is_empty() {
-        return Err(merged.refused);
-    }
-    let unlisted = crate::resources::unlisted_warning(&d.shown, &merged.unlisted);
-    if record {
-        state.walked(&d.dir, merged.entries);
-    }
-    changes.extend(merged.changes);
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    let plan = Plan {
-        root: d.dir,
-        changes,
-        kept: merged.kept,
-    };
-    let f = Finished {
-        plan,
-        shown: d.shown,
-        label_runs: d.label_runs,
-        staged: pending,
-    };
-    Ok((f, unlisted))
-}
-
-/// Plans every directory from an incremental build (see
-/// [`cache::incremental`]), with what `build -v` says of it; with `lock`,
-/// each directory is locked before it is planned. `Err`: why the full
-/// build must run, having written nothing.
-fn incremental(
-    targets: &Targets,
-    inc: cache::Incremental,
-    lock: bool,
-) -> Result<(Planned, String), String> {
-    let project = &targets.project;
-    let several = targets.sets.len() > 1 || targets.sets.iter().any(|s| s.variant.is_some());
-    let mut inc = inc;
-    let mut warnings = std::mem::take(&mut inc.warnings);
-    let mut locks = Vec::new();
-    let mut dirs = Vec::new();
-    let mut known = 0u64;
-    let mut planned = || -> Result<(), String> {
-        for d in std::mem::take(&mut inc.dests) {
-            if lock {
-                locks.push(plan::lock(&d.dir).map_err(|e| e.message)?);
-            }
-            let shown = project.shown_dir(&d.dir);
-            let label_runs = several && !d.builds;
-            // What a controller syncing the project's output would miss,
-            // found by the same walk.
-            let set = &targets.sets[d.set];
-            let unlisted = (set.own && !d.builds)
-                .then(|| inc.extra.get(d.set).map(Vec::as_slice))
-                .flatten();
-            let p = cache::incremental::plan(d, &shown, unlisted, &mut inc.state)?;
-            warnings.extend(crate::resources::unlisted_warning(&shown, &p.unlisted));
-            known += p.known;
-            dirs.push(Directory {
-                plan: p.plan,
-                shown,
-                label_runs,
-            });
-        }
-        inc.within_limit(known)
-    };
-    if let Err(why) = planned() {
-        // The full build runs instead, and locks for itself: what these
-        // locks made is removed, as that build would if it failed.
-        locks.into_iter().rev().for_each(plan::Lock::release_unused);
-        return Err(why);
-    }
-    let verbose = verbose(&inc, &dirs);
-    let dirs = dirs
-        .into_iter()
-        .map(|directory| PlannedDir {
-            directory,
-            staged: None,
-        })
-        .collect();
-    let planned = Planned {
-        dirs,
-        locks,
-        warnings,
-        refused: Vec::new(),
-        read: inc.read,
-        state: inc.state,
-    };
-    Ok((planned, verbose))
+/// What an incremental build compiled, and why, for `build -v`.
+struct Said {
+    /// Which definition files changed; `None`: none did.
+    why: Option<String>,
+    /// Jobs compiled, of all the jobs.
+    compiled: usize,
+    jobs: usize,
+    /// Each definition file compiled again or dropped, and why.
+    dirty: Vec<(String, cache::incremental::Dirty)>,
 }
 
 /// What `build -v` says of an incremental build: how many jobs it compiled,
 /// of how many, and why; or that the output is as the last build left it.
-fn verbose(inc: &cache::Incremental, dirs: &[Directory]) -> String {
-    let why = match inc.why() {
+fn verbose(said: Said, dirs: &[PlannedDir]) -> String {
+    let Said {
+        why,
+        compiled,
+        jobs,
+        dirty,
+    } = said;
+    let why = match why {
         Some(why) => why,
         None => match dirs
             .iter()
-            .find_map(|d| Some((d.plan.pending().next()?, &d.shown)))
+            .find_map(|d| Some((d.directory.plan.pending().next()?, &d.directory.shown)))
         {
             None => return "cache: the output is as the last build left it".to_owned(),
             Some((c, dir)) => {
@@ -696,12 +537,12 @@ fn verbose(inc: &cache::Incremental, dirs: &[Directory]) -> String {
     };
     let mut verbose = format!(
         "cache: re-rendering {} of {}, because {why}",
-        crate::diagnostic::plural(inc.compiled, "job"),
-        inc.jobs,
+        crate::diagnostic::plural(compiled, "job"),
+        jobs,
     );
     // Each file's own reason, when the line above could not name them all.
-    if inc.dirty.len() > 1 {
-        for (name, dirty) in &inc.dirty {
+    if dirty.len() > 1 {
+        for (name, dirty) in &dirty {
             verbose.push_str(&format!("\ncache:   {name} {dirty}"));
         }
     }

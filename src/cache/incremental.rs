@@ -1,5 +1,5 @@
-//! Incremental builds: what each definition file made in the last build,
-//! so that a build after an edit compiles only the files that changed.
+//! What each definition file made in the last build, and the compile that
+//! uses it: every build's, with what the record knows or with nothing.
 //!
 //! A record keeps, per definition file, the hash of its bytes and what it
 //! made for each set the build resolved (the definitions as written, then
@@ -9,26 +9,24 @@
 //! job's files depend on (trainc itself, the project file, the library,
 //! the output directories, the paths asked for) is the record's global key
 //! ([`super::Request::global_key`]); the build contexts are checked against
-//! their prints as the no-op path checks them.
+//! their prints.
 //!
-//! A later build reads and hashes every definition file, compiles only those
-//! whose bytes changed (or that are new, or had warnings, which must be
-//! shown again), and takes the other files' output from the record: their
-//! files are vouched for by the output directory's snapshot (`lstat`
-//! signatures, as the no-op path does).
-//!
-//! Each output directory is then planned by one walk merged with its
-//! snapshot ([`plan()`]): the files of unchanged jobs are vouched for by
-//! their signatures and never read, the compiled jobs' files are compared,
-//! and the files every job shares (the root `kustomization.yaml`,
-//! `docker-bake.hcl`) are rendered again from the records. The rules
-//! across files (duplicate jobs, generated names two jobs share, the
+//! [`compile`] compiles the definition files whose results the record does
+//! not know (whose bytes changed, that are new, or had warnings, which must
+//! be shown again), or every file when it knows nothing, and says what
+//! every directory should hold ([`Dest`]): each file of each job, compiled
+//! or known (vouched for by the output directory's snapshot), and the files
+//! every job shares (the root `kustomization.yaml`, `docker-bake.hcl`),
+//! rendered from every job. [`plan()`] plans a directory by the walk every
+//! build plans with ([`crate::plan::merge`]). With something known, the
+//! rules across files (duplicate jobs, generated names two jobs share, the
 //! output budget, variants' `job:` names and images, the root
 //! kustomization's resources, the output limit) run over every file's
-//! records and the new summaries, through the functions a full build runs.
-//! Any finding, any doubt, and any file of an unchanged job that is not as
-//! recorded ends the attempt: the full build then runs, and reports or
-//! rewrites as it always does.
+//! records and the new summaries, through the functions the build that
+//! knows nothing runs over the documents; any finding, any doubt, and any
+//! file of an unchanged job that is not as recorded ends the attempt
+//! ([`Stop::Recompile`]), and the build runs again knowing nothing, which
+//! reports or rewrites as it always does.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -39,6 +37,7 @@ use crate::image::{BAKE_FILE, ImageBuild};
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
 use crate::plan::merge::{self, Want};
 use crate::plan::snapshot::{self, Entry};
+use crate::plan::stream::Sink;
 use crate::plan::{self, Plan};
 
 /// What one definition file made in the last build.
@@ -119,47 +118,13 @@ impl State {
     pub fn walked(&mut self, dir: &Path, entries: Option<Vec<Entry>>) {
         self.walked.insert(dir.to_path_buf(), entries);
     }
-
-    /// The state of a build that compiled every definition file into
-    /// `compiled`, for `sets`. Hashes every file once; the record of the
-    /// build needs the hashes anyway.
-    pub fn of(sets: &[Set], compiled: &Compiled) -> Self {
-        let mut hashes = HashMap::new();
-        for (set, out) in sets.iter().zip(&compiled.outputs) {
-            let mut manifests = hash_tree(&out.manifests);
-            // Hashed as they were staged.
-            for (rel, taken) in &out.streamed {
-                if let Some(hash) = &taken.hash {
-                    manifests.insert(rel.clone(), hash.clone());
-                }
-            }
-            hashes.insert(set.output.to_path_buf(), manifests);
-            if let Some(b) = set.build_output {
-                hashes.insert(b.to_path_buf(), hash_tree(&out.builds));
-            }
-        }
-        Self {
-            sources: records(sets, compiled),
-            hashes,
-            walked: HashMap::new(),
-            unchanged: false,
-        }
-    }
-}
-
-fn hash_tree(tree: &emit::Tree) -> HashMap<String, String> {
-    let all: Vec<(&String, &Vec<u8>)> = tree.iter().collect();
-    crate::par::map(&all, |(rel, bytes)| {
-        ((*rel).clone(), crate::plan::content_hash(bytes))
-    })
-    .into_iter()
-    .collect()
 }
 
 /// The records of the definition files `compiled` read, from what they
-/// made. `None`
-/// when a warning is about no definition file.
-fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
+/// made, and whether they can be kept for the next build: not when a
+/// warning is about no definition file, which only a build compiling
+/// every file shows again. `None`: what `compiled` made does not add up.
+fn records(sets: &[Set], compiled: &Compiled) -> Option<(Vec<SourceRecord>, bool)> {
     let sources = &compiled.read.sources;
     let by_name: HashMap<&str, usize> = sources
         .iter()
@@ -175,12 +140,16 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             parts: vec![PartRecord::default(); compiled.parts.len()],
         })
         .collect();
+    let mut keep = true;
     for w in &compiled.warnings {
-        let i = w
+        match w
             .location
             .as_ref()
-            .and_then(|l| by_name.get(l.file.name.as_str()))?;
-        out[*i].warned = true;
+            .and_then(|l| by_name.get(l.file.name.as_str()))
+        {
+            Some(i) => out[*i].warned = true,
+            None => keep = false,
+        }
     }
     for (k, part) in compiled.parts.iter().enumerate() {
         for s in &part.summaries {
@@ -228,7 +197,7 @@ fn records(sets: &[Set], compiled: &Compiled) -> Option<Vec<SourceRecord>> {
             }
         }
     }
-    Some(out)
+    Some((out, keep))
 }
 
 /// A directory an incremental build writes, and what it should hold.
@@ -276,12 +245,24 @@ pub struct Incremental {
     pub compiled: usize,
     pub jobs: usize,
     /// The bytes of the files compiled, for the output limit.
-    bytes: u64,
+    pub bytes: u64,
     /// Each definition file compiled again or dropped, by its name, and
     /// why, in path order.
     pub dirty: Vec<(String, Dirty)>,
     /// The last build printed warnings, which this one shows again.
     pub warned: bool,
+    /// Why nothing was known, when nothing was: every file was compiled.
+    pub unknown: Option<String>,
+}
+
+/// Why a build stopped before planning.
+#[derive(Debug)]
+pub enum Stop {
+    /// What the record knows cannot make this build, and why: the build
+    /// that knows nothing runs instead.
+    Recompile(String),
+    /// Findings that stop the build.
+    Findings(Vec<crate::diagnostic::Diagnostic>),
 }
 
 /// Why a definition file's result is not taken from the record, as
@@ -335,16 +316,80 @@ fn shown(req: &super::Request, path: &Path) -> String {
     crate::paths::shown_path(req.cwd, path)
 }
 
-/// Compiles the definition files that changed since the build recorded in
-/// `files` and takes the others from it; or says why it cannot. `record`
-/// holds the last build's contexts and snapshots.
-pub(super) fn compile(
+/// Compiles what `known` does not know and takes the rest from it: the
+/// definition files that changed since the recorded build, or, when the
+/// record knows nothing (and why), every file, each job's files handed to
+/// `sink` as they are rendered. Then what every directory should hold.
+pub fn compile(
     req: &super::Request,
-    record: super::Record,
-    files: Files,
-    inputs: super::Inputs,
+    known: Result<super::Known, String>,
+    sets: &[Set],
+    sink: Option<&dyn Sink>,
+) -> Result<Incremental, Stop> {
+    match known {
+        Ok(known) => compile_changed(req, known, sets).map_err(Stop::Recompile),
+        Err(why) => compile_all(req, why, sets, sink),
+    }
+}
+
+/// [`compile`] with nothing known: every definition file compiled, the
+/// rules across files run over the documents and their findings located.
+fn compile_all(
+    req: &super::Request,
+    why: String,
+    sets: &[Set],
+    sink: Option<&dyn Sink>,
+) -> Result<Incremental, Stop> {
+    let mut compiled = pipeline::desired_into(req.project, req.cwd, req.paths, sets, sink)
+        .map_err(Stop::Findings)?;
+    let internal = |why: String| {
+        Stop::Findings(vec![crate::diagnostic::Diagnostic::new(format!(
+            "internal error: {why}"
+        ))])
+    };
+    let (fresh, keep) = records(sets, &compiled)
+        .ok_or_else(|| internal("a result of no definition file".into()))?;
+    let compiled_jobs: usize = fresh.iter().map(|r| r.parts[0].jobs.len()).sum();
+    let Wants {
+        all,
+        dests,
+        extras,
+        bytes,
+        jobs,
+        hashes,
+    } = wants(req, sets, &mut compiled, None, Vec::new(), fresh).map_err(internal)?;
+    Ok(Incremental {
+        dests,
+        extra: extras,
+        warnings: compiled.warnings,
+        read: compiled.read,
+        state: State {
+            sources: keep.then_some(all),
+            hashes,
+            walked: HashMap::new(),
+            unchanged: false,
+        },
+        compiled: compiled_jobs,
+        jobs,
+        bytes,
+        dirty: Vec::new(),
+        warned: false,
+        unknown: Some(why),
+    })
+}
+
+/// [`compile`] of the definition files that changed since the build
+/// `known` records; or why it cannot.
+fn compile_changed(
+    req: &super::Request,
+    known: super::Known,
     sets: &[Set],
 ) -> Result<Incremental, String> {
+    let super::Known {
+        record,
+        files,
+        inputs,
+    } = known;
     let super::Inputs {
         sources,
         hashes,
@@ -352,12 +397,6 @@ pub(super) fn compile(
     } = inputs;
     let library = &library;
     let project = req.project;
-    let global = req
-        .global_key(library.digest())
-        .ok_or("the trainc executable cannot be inspected")?;
-    if files.global != global {
-        return Err("the project, library or trainc changed".into());
-    }
     let mut old: HashMap<PathBuf, SourceRecord> = files
         .sources
         .into_iter()
@@ -387,8 +426,14 @@ pub(super) fn compile(
     let dirty: Vec<_> = reasons.into_iter().map(|(_, name, d)| (name, d)).collect();
     let mut compiled = pipeline::desired_some(project, library, compile, sets)
         .map_err(|_| "a definition that changed has findings; the build will report them")?;
-    let fresh = records(sets, &compiled)
-        .ok_or("a warning is about no definition file; only a full build shows it again")?;
+    let fresh = match records(sets, &compiled) {
+        Some((fresh, true)) => fresh,
+        _ => {
+            return Err(
+                "a warning is about no definition file; only a full build shows it again".into(),
+            );
+        }
+    };
     let parts = compiled.parts.len();
     if kept.iter().any(|r| r.parts.len() != parts) {
         return Err("the record is of other sets".into());
@@ -400,7 +445,8 @@ pub(super) fn compile(
         extras,
         bytes,
         jobs,
-    } = wants(req, sets, &mut compiled, record.outputs, kept, fresh)?;
+        hashes,
+    } = wants(req, sets, &mut compiled, Some(record.outputs), kept, fresh)?;
     let unchanged = dirty.is_empty() && !record.warned;
     let mut contexts: Vec<_> = record.contexts;
     contexts.append(&mut compiled.read.contexts);
@@ -417,7 +463,7 @@ pub(super) fn compile(
         },
         state: State {
             sources: Some(all),
-            hashes: HashMap::new(),
+            hashes,
             walked: HashMap::new(),
             unchanged,
         },
@@ -426,6 +472,7 @@ pub(super) fn compile(
         bytes,
         dirty,
         warned: record.warned,
+        unknown: None,
     })
 }
 
@@ -440,6 +487,8 @@ struct Wants {
     bytes: u64,
     /// The jobs of the definitions as written.
     jobs: usize,
+    /// The hash of each file taken as it was rendered, by directory.
+    hashes: HashMap<PathBuf, HashMap<String, String>>,
 }
 
 /// The index in `compiled.parts` of set `set`'s part.
@@ -485,26 +534,40 @@ fn wants(
     req: &super::Request,
     sets: &[Set],
     compiled: &mut Compiled,
-    mut outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    mut outputs: Option<Vec<(PathBuf, Option<Vec<Entry>>)>>,
     kept: Vec<SourceRecord>,
     fresh: Vec<SourceRecord>,
 ) -> Result<Wants, String> {
     let project = req.project;
+    // Every file compiled: the pipeline ran the rules across files over
+    // the documents, and checked the output's size.
+    let everything = outputs.is_none();
     let dirty_paths: HashSet<PathBuf> = fresh.iter().map(|r| r.path.clone()).collect();
     let mut all: Vec<SourceRecord> = kept.into_iter().chain(fresh).collect();
     all.sort_by(|a, b| a.path.cmp(&b.path));
     let jobs: usize = all.iter().map(|r| r.parts[0].jobs.len()).sum();
 
-    across_files(req, sets, compiled, &all)?;
+    if !everything {
+        across_files(req, sets, compiled, &all)?;
+    }
 
     // Each set's directories, from the records and what was compiled.
     let mut dests = Vec::new();
     let mut extras = Vec::new();
-    let mut recorded = |dir: &Path| take_recorded(&mut outputs, dir);
+    let mut recorded = |dir: &Path| {
+        outputs
+            .as_mut()
+            .and_then(|outputs| take_recorded(outputs, dir))
+    };
     let mut total = 0u64;
+    let mut hashes: HashMap<PathBuf, HashMap<String, String>> = HashMap::new();
     for (i, set) in sets.iter().enumerate() {
         let k = part_of(compiled, i)?;
         let output = &mut compiled.outputs[i];
+        // The files every job shares are rendered below, from every job.
+        output.manifests.remove(emit::KUSTOMIZATION);
+        output.builds.remove(BAKE_FILE);
+        let taken = hashes.entry(set.output.to_path_buf()).or_default();
         let mut want = Vec::new();
         let mut dirs = Vec::new();
         let mut namespaces = BTreeSet::new();
@@ -519,24 +582,34 @@ fn wants(
                 dirs.push(emit::job_dir(&j.namespace, &j.name));
                 namespaces.insert(j.namespace.as_str());
                 for rel in &j.files {
-                    let w = if fresh {
-                        let bytes = output
-                            .manifests
-                            .remove(rel)
-                            .ok_or("internal: a file went missing")?;
+                    let w = if !fresh {
+                        Want::Known
+                    } else if let Some(bytes) = output.manifests.remove(rel) {
                         total += bytes.len() as u64;
                         Want::Bytes(bytes)
                     } else {
-                        Want::Known
+                        let t = output
+                            .streamed
+                            .remove(rel)
+                            .ok_or("internal: a file went missing")?;
+                        total += t.len;
+                        if let Some(hash) = &t.hash {
+                            taken.insert(rel.clone(), hash.clone());
+                        }
+                        Want::Taken(t.hash)
                     };
                     want.push((rel.clone(), w));
                 }
             }
         }
-        if !output.manifests.is_empty() {
+        if !output.manifests.is_empty() || !output.streamed.is_empty() {
             return Err("internal: a file of no job".into());
         }
-        let extra = extra_of(project, set, &namespaces)?;
+        let extra = if everything {
+            output.extra.clone()
+        } else {
+            extra_of(project, set, &namespaces)?
+        };
         let root = emit::assemble(Vec::new(), &dirs, &extra)?;
         extras.push(extra);
         for (rel, bytes) in root {
@@ -607,6 +680,7 @@ fn wants(
         extras,
         bytes: total,
         jobs,
+        hashes,
     })
 }
 
@@ -676,43 +750,34 @@ fn across_files(
     Ok(())
 }
 
-impl Incremental {
-    /// Whether the output, with `known` bytes taken from the record (as
-    /// [`plan()`] counts them), stays within the output limit.
-    pub fn within_limit(&self, known: u64) -> Result<(), String> {
-        crate::limits::check_output(
-            self.bytes.saturating_add(known),
-            0,
-            true,
-            crate::limits::MAX_OUTPUT_BYTES,
-        )
-        .map_err(|_| "the output passes the limit; the build will report it".to_owned())
-    }
-}
-
 /// A directory planned by [`plan()`].
 #[derive(Debug)]
 pub struct Planned {
+    /// Of the files not taken as they were rendered (their stager planned
+    /// those).
     pub plan: Plan,
     /// The YAML files the unlisted-files check names, in walk order.
     pub unlisted: Vec<String>,
     /// The bytes of the files taken from the record.
     pub known: u64,
+    /// What the plan refuses.
+    pub refused: Vec<crate::diagnostic::Diagnostic>,
 }
 
-/// The plan of `dest` (`shown` as messages name it), as [`plan::plan`]
-/// would make it, by the walk every build plans with
-/// ([`crate::plan::merge`]), which reads no file of an unchanged job whose
-/// signature is as recorded; or why the full build must make it. Runs the
-/// unlisted-files check when `unlisted` gives the root kustomization's
-/// other entries, and leaves in `state` what the walk saw, from which the
-/// record of the build is made without walking again.
+/// The plan of `dest` (`shown` as messages name it) by the walk every
+/// build plans with ([`crate::plan::merge`]), which reads no file of an
+/// unchanged job whose signature is as recorded, and leaves alone the
+/// files `staged` as they were rendered. Runs the unlisted-files check
+/// when `unlisted` gives the root kustomization's other entries. With
+/// `keep`, leaves in `state` what the walk saw, from which the record of
+/// the build is made without walking again.
 pub fn plan(
     dest: Dest,
     shown: &str,
     unlisted: Option<&[String]>,
-    state: &mut State,
-) -> Result<Planned, String> {
+    staged: HashSet<String>,
+    (state, keep): (&mut State, bool),
+) -> Result<Planned, merge::Stopped> {
     let check = unlisted.map(|entries| crate::resources::UnlistedCheck {
         output: &dest.dir,
         entries,
@@ -723,26 +788,20 @@ pub fn plan(
         want: dest.want,
         recorded: dest.recorded,
         unlisted: check.as_ref().map(|c| c as &dyn merge::Unlisted),
-        staged: HashSet::new(),
-    })
-    .map_err(|stopped| match stopped {
-        merge::Stopped::Changed(why) => why,
-        merge::Stopped::Failed(d) => format!("{}; the build will report it", d.message),
+        staged,
     })?;
-    if let Some(d) = merged.refused.first() {
-        return Err(format!("{}; the build will report it", d.message));
-    }
     state.unchanged &= merged.as_recorded;
-    let mut changes = merged.changes;
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    state.walked.insert(dest.dir.clone(), merged.entries);
+    if keep {
+        state.walked.insert(dest.dir.clone(), merged.entries);
+    }
     Ok(Planned {
         plan: Plan {
             root: dest.dir,
-            changes,
+            changes: merged.changes,
             kept: merged.kept,
         },
         unlisted: merged.unlisted,
         known: merged.known,
+        refused: merged.refused,
     })
 }

@@ -9,9 +9,9 @@
 //! directory ([`crate::plan::snapshot`]). The next build hashes its inputs again, which
 //! costs a read of the definitions and no parsing, compiles the files whose
 //! bytes changed and plans every directory against its snapshot. A no-op is
-//! that build with nothing to compile. Any doubt takes the full path, which
-//! never reads the cache: the cache can make a build faster, never
-//! different.
+//! that build with nothing to compile. Any doubt runs the build again
+//! knowing nothing, as `--no-cache` runs it: the cache can make a build
+//! faster, never different.
 //!
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::plan::snapshot::{self, Entry};
-pub use incremental::{Incremental, State};
+pub use incremental::{Incremental, State, Stop};
 pub use key::Request;
 use sha2::{Digest as _, Sha256};
 
@@ -160,6 +160,13 @@ fn inputs(req: &Request) -> Result<Inputs, String> {
     })
 }
 
+/// What the last build's record knows of a build: see [`Cache::known`].
+pub struct Known {
+    record: Record,
+    files: incremental::Files,
+    inputs: Inputs,
+}
+
 /// The definition files and the library as a build reads them (with the
 /// same size and encoding checks), each read and hashed once.
 pub(super) struct Inputs {
@@ -221,23 +228,29 @@ impl Cache {
         })
     }
 
-    /// A build of `sets` from the record (see [`incremental`]): the
-    /// definition files that changed since the recorded build compiled,
-    /// the others' output taken from the record, every directory planned
-    /// against its snapshot; or why the full build must run. With nothing
-    /// changed, nothing is compiled: the no-op. Never touches the output.
-    pub fn incremental(
-        &self,
-        req: &Request,
-        sets: &[crate::pipeline::Set],
-    ) -> Result<Incremental, String> {
+    /// What the last build's record knows of this one: each definition
+    /// file's result, when the build's inputs other than the definitions
+    /// (the global key, the output directories, the build contexts) are as
+    /// recorded; or why it knows nothing.
+    pub fn known(&self, req: &Request) -> Result<Known, String> {
         let mut record = self.load()?;
         let files = record
             .files
             .take()
             .ok_or("the last build kept no record of each definition file")?;
         same_places(req, &record)?;
-        incremental::compile(req, record, files, inputs(req)?, sets)
+        let inputs = inputs(req)?;
+        let global = req
+            .global_key(inputs.library.digest())
+            .ok_or("the trainc executable cannot be inspected")?;
+        if files.global != global {
+            return Err("the project, library or trainc changed".into());
+        }
+        Ok(Known {
+            record,
+            files,
+            inputs,
+        })
     }
 
     /// Records a build that compiled `read` (with `state`, the hash of

@@ -328,8 +328,9 @@ fn seen(root: &Path, recorded: Option<&[Entry]>) -> Seen {
         unchanged: true,
         ..State::default()
     };
-    match incremental::plan(dest, "out", None, &mut state) {
-        Err(why) => Seen::Differs(why),
+    match incremental::plan(dest, "out", None, Default::default(), (&mut state, true)) {
+        Err(crate::plan::merge::Stopped::Changed(why)) => Seen::Differs(why),
+        Err(crate::plan::merge::Stopped::Failed(d)) => Seen::Differs(d.message),
         Ok(p) if !p.plan.is_noop() => {
             Seen::Changes(p.plan.pending().map(|c| c.path.clone()).collect())
         }
