@@ -3,7 +3,7 @@
 //! none did.
 //!
 //! After a build, trainc records (outside the output directories) what each
-//! definition file made ([`incremental`]), the key of everything else the
+//! definition file made ([`files`]), the key of everything else the
 //! output depends on ([`key`]), the prints of the build contexts it hashed
 //! ([`crate::image::ContextPrint`]) and a snapshot of every output
 //! directory ([`crate::plan::snapshot`]). The next build hashes its inputs again, which
@@ -16,7 +16,7 @@
 //! Records live in `$TRAINC_CACHE_DIR`, else `$XDG_CACHE_HOME/trainc`, else
 //! `~/.cache/trainc`; deleting them is always safe.
 
-pub mod incremental;
+pub mod files;
 pub mod key;
 
 use std::fs;
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::plan::snapshot::{self, Entry};
-pub use incremental::{Incremental, State, Stop};
+pub use files::State;
 pub use key::Request;
 use sha2::{Digest as _, Sha256};
 
@@ -57,7 +57,7 @@ struct Record {
     outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
     /// What each definition file made, for an incremental build; `None`
     /// when the build could not say.
-    files: Option<incremental::Files>,
+    files: Option<files::Files>,
 }
 
 impl Record {
@@ -162,9 +162,19 @@ fn inputs(req: &Request) -> Result<Inputs, String> {
 
 /// What the last build's record knows of a build: see [`Cache::known`].
 pub struct Known {
-    record: Record,
-    files: incremental::Files,
-    inputs: Inputs,
+    /// What each definition file made, in path order.
+    pub records: Vec<files::SourceRecord>,
+    /// Each output directory as the last build left it (`None`: not there).
+    pub outputs: Vec<(PathBuf, Option<Vec<Entry>>)>,
+    /// The build contexts the last build hashed.
+    pub contexts: Vec<ContextPrint>,
+    /// The last build printed warnings.
+    pub warned: bool,
+    /// The definition files as this build reads them, each with its
+    /// [`key::source_hash`].
+    pub sources: crate::pipeline::Sources,
+    pub hashes: Vec<String>,
+    pub library: crate::library::Library,
 }
 
 /// The definition files and the library as a build reads them (with the
@@ -246,10 +256,19 @@ impl Cache {
         if files.global != global {
             return Err("the project, library or trainc changed".into());
         }
+        let Inputs {
+            sources,
+            hashes,
+            library,
+        } = inputs;
         Ok(Known {
-            record,
-            files,
-            inputs,
+            records: files.sources,
+            outputs: record.outputs,
+            contexts: record.contexts,
+            warned: record.warned,
+            sources,
+            hashes,
+            library,
         })
     }
 
@@ -331,9 +350,9 @@ impl Cache {
 
     /// The per-file part of the record, taken from `state`: a build is
     /// recorded once.
-    fn files(req: &Request, read: &Read, state: &mut State) -> Option<incremental::Files> {
+    fn files(req: &Request, read: &Read, state: &mut State) -> Option<files::Files> {
         let sources = state.sources.take()?;
-        Some(incremental::Files {
+        Some(files::Files {
             global: req.global_key(&read.library)?,
             sources,
         })

@@ -317,24 +317,33 @@ enum Seen {
 }
 
 fn seen(root: &Path, recorded: Option<&[Entry]>) -> Seen {
-    let want = recorded
+    let want: Vec<String> = recorded
         .unwrap_or_default()
         .iter()
         .filter(|e| snapshot::owned(e).is_some())
         .map(|e| e.path.clone())
         .collect();
-    let dest = incremental::Dest::known(root, want, recorded.map(<[Entry]>::to_vec));
-    let mut state = State {
-        unchanged: true,
-        ..State::default()
-    };
-    match incremental::plan(dest, "out", None, Default::default(), (&mut state, true)) {
-        Err(crate::plan::merge::Stopped::Changed(why)) => Seen::Differs(why),
-        Err(crate::plan::merge::Stopped::Failed(d)) => Seen::Differs(d.message),
-        Ok(p) if !p.plan.is_noop() => {
-            Seen::Changes(p.plan.pending().map(|c| c.path.clone()).collect())
-        }
-        Ok(_) if state.unchanged => Seen::Same,
+    use crate::plan::merge::{self, Stopped, Want};
+    let want = want.into_iter().map(|rel| (rel, Want::Known)).collect();
+    let merged = merge::plan(merge::Wanted {
+        root,
+        shown: "out",
+        want,
+        recorded: recorded.map(<[Entry]>::to_vec),
+        unlisted: None,
+        staged: Default::default(),
+    });
+    match merged {
+        Err(Stopped::Changed(why)) => Seen::Differs(why),
+        Err(Stopped::Failed(d)) => Seen::Differs(d.message),
+        Ok(m) if m.changes.iter().any(|c| c.op != Op::Unchanged) => Seen::Changes(
+            m.changes
+                .iter()
+                .filter(|c| c.op != Op::Unchanged)
+                .map(|c| c.path.clone())
+                .collect(),
+        ),
+        Ok(m) if m.as_recorded => Seen::Same,
         Ok(_) => Seen::Refreshed,
     }
 }

@@ -1,37 +1,31 @@
-//! What each definition file made in the last build, and the compile that
-//! uses it: every build's, with what the record knows or with nothing.
+//! Every build's compile, with what the build cache knows or with nothing
+//! ([`compile`]), and what each output directory should hold ([`Dest`]).
 //!
-//! A record keeps, per definition file, the hash of its bytes and what it
-//! made for each set the build resolved (the definitions as written, then
-//! each variant's): its documents as the rules across files see them
-//! ([`pipeline::Summary`]), its jobs with the hash and size of every file
-//! they wrote, and the images its build specs build. Everything else a
-//! job's files depend on (trainc itself, the project file, the library,
-//! the output directories, the paths asked for) is the record's global key
-//! ([`super::Request::global_key`]); the build contexts are checked against
-//! their prints.
-//!
-//! [`compile`] compiles the definition files whose results the record does
-//! not know (whose bytes changed, that are new, or had warnings, which must
-//! be shown again), or every file when it knows nothing, and says what
-//! every directory should hold ([`Dest`]): each file of each job, compiled
-//! or known (vouched for by the output directory's snapshot), and the files
-//! every job shares (the root `kustomization.yaml`, `docker-bake.hcl`),
-//! rendered from every job. [`plan()`] plans a directory by the walk every
-//! build plans with ([`crate::plan::merge`]). With something known, the
-//! rules across files (duplicate jobs, generated names two jobs share, the
-//! output budget, variants' `job:` names and images, the root
-//! kustomization's resources, the output limit) run over every file's
-//! records and the new summaries, through the functions the build that
-//! knows nothing runs over the documents; any finding, any doubt, and any
-//! file of an unchanged job that is not as recorded ends the attempt
-//! ([`Stop::Recompile`]), and the build runs again knowing nothing, which
-//! reports or rewrites as it always does.
+//! With nothing known, every definition file is compiled, each job's files
+//! handed to the stagers as they are rendered, and the rules across files
+//! run over the documents, their findings located. With something known,
+//! only the definition files whose results the record does not know (whose
+//! bytes changed, that are new, or that had warnings, which must be shown
+//! again) are compiled, and the rules across files (duplicate jobs,
+//! generated names two jobs share, the output budget, variants' `job:`
+//! names and images, the root kustomization's resources, the output limit)
+//! run over every file's record and the new summaries, through the
+//! functions the build that knows nothing runs. Either way each directory
+//! should hold each file of each job, compiled or known (vouched for by the
+//! directory's snapshot), and the files every job shares (the root
+//! `kustomization.yaml`, `docker-bake.hcl`), rendered from every job.
+//! [`plan()`] plans a directory by the walk every build plans with
+//! ([`crate::plan::merge`]). Any finding, any doubt, and any file of an
+//! unchanged job that is not as recorded ends a build that knew something
+//! ([`Stop::Recompile`]): it runs again knowing nothing, and reports or
+//! rewrites as it always does.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::key::source_hash;
+use crate::cache::files::{BuildRecord, JobRecord, PartRecord, SourceRecord};
+use crate::cache::key::source_hash;
+use crate::cache::{self, State};
 use crate::emit;
 use crate::image::{BAKE_FILE, ImageBuild};
 use crate::pipeline::{self, Compiled, Set, Sources, Summary};
@@ -39,86 +33,6 @@ use crate::plan::merge::{self, Want};
 use crate::plan::snapshot::{self, Entry};
 use crate::plan::stream::Sink;
 use crate::plan::{self, Plan};
-
-/// What one definition file made in the last build.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct SourceRecord {
-    pub path: PathBuf,
-    /// [`source_hash`] of its bytes.
-    pub hash: String,
-    /// Findings that did not stop the build were about it: it is compiled
-    /// by every build, so that they are shown every time.
-    pub warned: bool,
-    /// One per set resolved ([`Compiled::parts`]).
-    pub parts: Vec<PartRecord>,
-}
-
-/// What a definition file made for one set.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct PartRecord {
-    pub docs: Vec<Summary>,
-    pub jobs: Vec<JobRecord>,
-    /// The images its jobs build, as the bake file names them; only where
-    /// the set writes build specs.
-    pub builds: Vec<BuildRecord>,
-}
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct JobRecord {
-    pub namespace: String,
-    pub name: String,
-    /// The images the build specs build for it.
-    pub images: Vec<String>,
-    /// Its files in the set's output directory. Their hashes and sizes are
-    /// the snapshot's: a build records the hash of what it meant to write.
-    pub files: Vec<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct BuildRecord {
-    pub target: String,
-    pub source: String,
-    pub context: String,
-    /// The Dockerfile, in the build directory (its hash and size are the
-    /// snapshot's).
-    pub path: String,
-    pub image: String,
-}
-
-/// The per-file part of a record.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Files {
-    /// [`super::Request::global_key`] of the build.
-    pub global: String,
-    /// In path order.
-    pub sources: Vec<SourceRecord>,
-}
-
-/// What a build leaves for the next: the per-file records (`None` when a
-/// warning was about no definition file, so that only a full build can
-/// show it again), and the content hash of every file it meant each
-/// directory to hold.
-#[derive(Debug, Default)]
-pub struct State {
-    pub(super) sources: Option<Vec<SourceRecord>>,
-    pub(super) hashes: HashMap<PathBuf, HashMap<String, String>>,
-    /// Of an incremental build: each directory as [`plan()`] walked it
-    /// (`None`: not there), before anything was written; the record is
-    /// made from it and the plan, without another walk.
-    pub(super) walked: HashMap<PathBuf, Option<Vec<Entry>>>,
-    /// Of an incremental build: nothing was compiled, the last build did
-    /// not warn, and every directory is as its snapshot says (no signature
-    /// hashed again): the record need not be written.
-    pub(super) unchanged: bool,
-}
-
-impl State {
-    /// Keeps what a plan's walk saw of `dir` (`None`: not there), from
-    /// which the record is made once the plan is carried out.
-    pub fn walked(&mut self, dir: &Path, entries: Option<Vec<Entry>>) {
-        self.walked.insert(dir.to_path_buf(), entries);
-    }
-}
 
 /// The records of the definition files `compiled` read, from what they
 /// made, and whether they can be kept for the next build: not when a
@@ -215,20 +129,6 @@ pub struct Dest {
     recorded: Option<Vec<Entry>>,
 }
 
-#[cfg(test)]
-impl Dest {
-    /// A directory that should hold the files `known`, as `recorded` says.
-    pub(super) fn known(dir: &Path, known: Vec<String>, recorded: Option<Vec<Entry>>) -> Self {
-        Self {
-            dir: dir.to_path_buf(),
-            set: 0,
-            builds: false,
-            want: known.into_iter().map(|rel| (rel, Want::Known)).collect(),
-            recorded,
-        }
-    }
-}
-
 /// An incremental build, compiled and ready to be planned.
 #[derive(Debug)]
 pub struct Incremental {
@@ -251,8 +151,6 @@ pub struct Incremental {
     pub dirty: Vec<(String, Dirty)>,
     /// The last build printed warnings, which this one shows again.
     pub warned: bool,
-    /// Why nothing was known, when nothing was: every file was compiled.
-    pub unknown: Option<String>,
 }
 
 /// Why a build stopped before planning.
@@ -312,31 +210,30 @@ impl Incremental {
 }
 
 /// How messages name a definition file.
-fn shown(req: &super::Request, path: &Path) -> String {
+fn shown(req: &cache::Request, path: &Path) -> String {
     crate::paths::shown_path(req.cwd, path)
 }
 
 /// Compiles what `known` does not know and takes the rest from it: the
 /// definition files that changed since the recorded build, or, when the
-/// record knows nothing (and why), every file, each job's files handed to
+/// record knows nothing (`None`), every file, each job's files handed to
 /// `sink` as they are rendered. Then what every directory should hold.
 pub fn compile(
-    req: &super::Request,
-    known: Result<super::Known, String>,
+    req: &cache::Request,
+    known: Option<cache::Known>,
     sets: &[Set],
     sink: Option<&dyn Sink>,
 ) -> Result<Incremental, Stop> {
     match known {
-        Ok(known) => compile_changed(req, known, sets).map_err(Stop::Recompile),
-        Err(why) => compile_all(req, why, sets, sink),
+        Some(known) => compile_changed(req, known, sets).map_err(Stop::Recompile),
+        None => compile_all(req, sets, sink),
     }
 }
 
 /// [`compile`] with nothing known: every definition file compiled, the
 /// rules across files run over the documents and their findings located.
 fn compile_all(
-    req: &super::Request,
-    why: String,
+    req: &cache::Request,
     sets: &[Set],
     sink: Option<&dyn Sink>,
 ) -> Result<Incremental, Stop> {
@@ -374,34 +271,29 @@ fn compile_all(
         bytes,
         dirty: Vec::new(),
         warned: false,
-        unknown: Some(why),
     })
 }
 
 /// [`compile`] of the definition files that changed since the build
 /// `known` records; or why it cannot.
 fn compile_changed(
-    req: &super::Request,
-    known: super::Known,
+    req: &cache::Request,
+    known: cache::Known,
     sets: &[Set],
 ) -> Result<Incremental, String> {
-    let super::Known {
-        record,
-        files,
-        inputs,
-    } = known;
-    let super::Inputs {
+    let cache::Known {
+        records: recorded,
+        outputs,
+        contexts,
+        warned,
         sources,
         hashes,
         library,
-    } = inputs;
+    } = known;
     let library = &library;
     let project = req.project;
-    let mut old: HashMap<PathBuf, SourceRecord> = files
-        .sources
-        .into_iter()
-        .map(|r| (r.path.clone(), r))
-        .collect();
+    let mut old: HashMap<PathBuf, SourceRecord> =
+        recorded.into_iter().map(|r| (r.path.clone(), r)).collect();
     let mut kept: Vec<SourceRecord> = Vec::new();
     let mut compile: Sources = Vec::new();
     let mut reasons: Vec<(&Path, String, Dirty)> = Vec::new();
@@ -446,9 +338,9 @@ fn compile_changed(
         bytes,
         jobs,
         hashes,
-    } = wants(req, sets, &mut compiled, Some(record.outputs), kept, fresh)?;
-    let unchanged = dirty.is_empty() && !record.warned;
-    let mut contexts: Vec<_> = record.contexts;
+    } = wants(req, sets, &mut compiled, Some(outputs), kept, fresh)?;
+    let unchanged = dirty.is_empty() && !warned;
+    let mut contexts: Vec<_> = contexts;
     contexts.append(&mut compiled.read.contexts);
     contexts.sort();
     contexts.dedup();
@@ -471,8 +363,7 @@ fn compile_changed(
         jobs,
         bytes,
         dirty,
-        warned: record.warned,
-        unknown: None,
+        warned,
     })
 }
 
@@ -531,7 +422,7 @@ fn take_recorded(outputs: &mut [(PathBuf, Option<Vec<Entry>>)], dir: &Path) -> O
 /// unchanged jobs known from their records, and the files every job shares
 /// rendered from them.
 fn wants(
-    req: &super::Request,
+    req: &cache::Request,
     sets: &[Set],
     compiled: &mut Compiled,
     mut outputs: Option<Vec<(PathBuf, Option<Vec<Entry>>)>>,
@@ -698,7 +589,7 @@ fn in_walk_order(mut want: Vec<(String, Want)>) -> Result<Vec<(String, Want)>, S
 /// build runs, over every file's records: any finding ends the incremental
 /// build, and the full build reports it.
 fn across_files(
-    req: &super::Request,
+    req: &cache::Request,
     sets: &[Set],
     compiled: &Compiled,
     all: &[SourceRecord],

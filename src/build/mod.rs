@@ -18,6 +18,10 @@ use crate::plan::{self, Op, Plan};
 use crate::project::Project;
 use crate::{cache, pipeline};
 
+mod compile;
+
+use compile::Stop;
+
 /// What a build does with its plans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -97,16 +101,16 @@ pub fn run<R: Report>(
     }
     let planned = match plan_build(&req, targets, &cache, mode, known) {
         Ok(p) => p,
-        Err(cache::Stop::Recompile(why)) => {
+        Err(Stop::Recompile(why)) => {
             report.cache(&format!("cache: compiling, because {why}"));
             plan_build(&req, targets, &cache, mode, Err(why)).map_err(|stop| match stop {
-                cache::Stop::Findings(f) => report.fail(f),
-                cache::Stop::Recompile(why) => {
+                Stop::Findings(f) => report.fail(f),
+                Stop::Recompile(why) => {
                     report.fail(vec![Diagnostic::new(format!("internal error: {why}"))])
                 }
             })?
         }
-        Err(cache::Stop::Findings(f)) => return Err(report.fail(f)),
+        Err(Stop::Findings(f)) => return Err(report.fail(f)),
     };
     if let Some(line) = &planned.verbose {
         report.cache(line);
@@ -222,10 +226,11 @@ fn plan_build(
     cache: &Result<cache::Cache, String>,
     mode: Mode,
     known: Result<cache::Known, String>,
-) -> Result<Planned, cache::Stop> {
+) -> Result<Planned, Stop> {
     let write = mode == Mode::Write;
     let record_it = cache.is_ok() && mode != Mode::Diff;
-    let everything = known.is_err();
+    let known = known.ok();
+    let everything = known.is_none();
     // Locked before anything is staged, in a fixed order (every set's
     // output directory, then the build directories that exist): what is
     // planned is what is written, even with a second build racing.
@@ -238,9 +243,7 @@ fn plan_build(
             .filter(|d| d.is_dir()),
     );
     for dir in dirs.filter(|_| write) {
-        locks
-            .lock(dir)
-            .map_err(|e| cache::Stop::Findings(vec![e]))?;
+        locks.lock(dir).map_err(|e| Stop::Findings(vec![e]))?;
     }
     // Files are streamed only when every file is compiled: a build that
     // compiles a few keeps them, and may yet give way to one that compiles
@@ -254,14 +257,14 @@ fn plan_build(
     let mut stagers = everything.then(|| stagers(targets, record_it, stage_mode));
     let sets = targets.pipeline_sets();
     let sink = stagers.as_ref().map(|s| s as &dyn stream::Sink);
-    let mut inc = cache::incremental::compile(req, known, &sets, sink)?;
+    let mut inc = compile::compile(req, known, &sets, sink)?;
     let said = (!everything).then(|| Said {
         why: inc.why(),
         compiled: inc.compiled,
         jobs: inc.jobs,
         dirty: std::mem::take(&mut inc.dirty),
     });
-    let cache::Incremental {
+    let compile::Incremental {
         dests,
         extra,
         mut warnings,
@@ -278,9 +281,7 @@ fn plan_build(
     for d in dests {
         if write {
             // Locked above, but for a build directory this build makes.
-            locks
-                .lock(&d.dir)
-                .map_err(|e| cache::Stop::Findings(vec![e]))?;
+            locks.lock(&d.dir).map_err(|e| Stop::Findings(vec![e]))?;
         }
         let shown = project.shown_dir(&d.dir);
         let label_runs = several && !d.builds;
@@ -305,16 +306,15 @@ fn plan_build(
             .as_ref()
             .map(|s| s.temps.clone())
             .unwrap_or_default();
-        let p = match cache::incremental::plan(d, &shown, unlisted, temps, (&mut state, record_it))
-        {
+        let p = match compile::plan(d, &shown, unlisted, temps, (&mut state, record_it)) {
             Ok(p) => p,
-            Err(merge::Stopped::Changed(why)) => return Err(cache::Stop::Recompile(why)),
+            Err(merge::Stopped::Changed(why)) => return Err(Stop::Recompile(why)),
             Err(merge::Stopped::Failed(e)) if everything => {
                 refused.push(e);
                 continue;
             }
             Err(merge::Stopped::Failed(e)) => {
-                return Err(cache::Stop::Recompile(format!(
+                return Err(Stop::Recompile(format!(
                     "{}; the build will report it",
                     e.message
                 )));
@@ -322,7 +322,7 @@ fn plan_build(
         };
         if !p.refused.is_empty() {
             if !everything {
-                return Err(cache::Stop::Recompile(format!(
+                return Err(Stop::Recompile(format!(
                     "{}; the build will report it",
                     p.refused[0].message
                 )));
@@ -356,7 +356,7 @@ fn plan_build(
             crate::limits::MAX_OUTPUT_BYTES,
         );
         if within.is_err() {
-            return Err(cache::Stop::Recompile(
+            return Err(Stop::Recompile(
                 "the output passes the limit; the build will report it".into(),
             ));
         }
@@ -506,7 +506,7 @@ struct Said {
     compiled: usize,
     jobs: usize,
     /// Each definition file compiled again or dropped, and why.
-    dirty: Vec<(String, cache::incremental::Dirty)>,
+    dirty: Vec<(String, compile::Dirty)>,
 }
 
 /// What `build -v` says of an incremental build: how many jobs it compiled,
