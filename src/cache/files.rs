@@ -22,12 +22,12 @@ use crate::plan::snapshot::Entry;
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SourceRecord {
     pub path: PathBuf,
-    /// [`source_hash`] of its bytes.
+    /// [`super::key::source_hash`] of its bytes.
     pub hash: String,
     /// Findings that did not stop the build were about it: it is compiled
     /// by every build, so that they are shown every time.
     pub warned: bool,
-    /// One per set resolved ([`Compiled::parts`]).
+    /// One per set resolved ([`crate::pipeline::Compiled::parts`]).
     pub parts: Vec<PartRecord>,
 }
 
@@ -78,9 +78,12 @@ pub struct Files {
 /// directory to hold.
 #[derive(Debug, Default)]
 pub struct State {
+    /// Every definition file's record, in path order.
     pub sources: Option<Vec<SourceRecord>>,
+    /// The content hash of each file a stager took as it was rendered, by
+    /// directory: a file written without its bytes kept in the plan.
     pub hashes: HashMap<PathBuf, HashMap<String, String>>,
-    /// Of an incremental build: each directory as [`plan()`] walked it
+    /// Each directory as the plan's walk ([`crate::plan::merge`]) saw it
     /// (`None`: not there), before anything was written; the record is
     /// made from it and the plan, without another walk.
     pub walked: HashMap<PathBuf, Option<Vec<Entry>>>,
