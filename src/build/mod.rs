@@ -294,7 +294,7 @@ fn plan_build(
         let stager = (!d.builds)
             .then(|| stagers.as_mut()?.0.get_mut(d.set)?.take())
             .flatten();
-        let streamed = match stager.map(stream::Stager::finish) {
+        let mut streamed = match stager.map(stream::Stager::finish) {
             Some(Ok(s)) => Some(s),
             Some(Err(e)) => {
                 refused.extend(e);
@@ -302,9 +302,10 @@ fn plan_build(
             }
             None => None,
         };
+        // Only the walk needs them.
         let temps = streamed
-            .as_ref()
-            .map(|s| s.temps.clone())
+            .as_mut()
+            .map(|s| std::mem::take(&mut s.temps))
             .unwrap_or_default();
         let p = match compile::plan(d, &shown, unlisted, temps, (&mut state, record_it)) {
             Ok(p) => p,
