@@ -16,8 +16,8 @@ use crate::model::definition::{Framework, Target};
 use crate::model::project::Defaults;
 use crate::project::PROJECT_FILE;
 use crate::source::SourceFile;
+use crate::validate;
 use crate::validate::schema::TRAINING_JOB_SCHEMA;
-use crate::{load, validate};
 
 const PROJECT_TEMPLATE: &str = include_str!("../library/init/trainc.yaml.j2");
 const REQUIREMENTS: &str = include_str!("../library/init/requirements.txt");
@@ -150,7 +150,6 @@ pub fn init(
     })?;
     for (rel, text) in files.iter().filter(|(rel, _)| rel.starts_with("jobs/")) {
         let source = Arc::new(SourceFile::new(rel.clone(), text.clone()));
-        let docs = load::parse(&source).map_err(|d| vec![d])?;
         let defaults = Defaults {
             namespace: Some(starter.namespace.to_owned()),
             target: Some(starter.target),
@@ -164,7 +163,7 @@ pub fn init(
             top: stage.path(),
             generated: &[],
         };
-        validate::validate(&docs, &cx).map_err(|mut d| {
+        validate::validate(std::slice::from_ref(&source), &cx).map_err(|mut d| {
             d.push(Diagnostic::new("`trainc init` would write an invalid starter").hint(
                 "use `--name` and `--namespace` values that are DNS labels: lower-case letters, digits and '-'",
             ));

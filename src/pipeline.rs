@@ -8,13 +8,12 @@ use crate::diagnostic::{self, Diagnostic};
 use crate::emit::{self, Tree};
 use crate::image::ContextPrint;
 use crate::library::Library;
-use crate::load::{self, Document};
+use crate::load;
 use crate::model::Job;
 use crate::model::project::{Resource, Variant};
 use crate::plan::stream::{Sink, Taken};
 use crate::project::Project;
 use crate::source::SourceFile;
-use crate::variant;
 use crate::{limits, par, validate};
 
 /// The definition files under `paths` (or the project's sources when empty),
@@ -50,48 +49,38 @@ pub fn files(
 /// build by, so that the key is of the very bytes that were compiled.
 pub type Sources = Vec<(PathBuf, Arc<SourceFile>)>;
 
-/// Loads every document under `paths` (or the project's sources when empty).
-/// Findings from all files are gathered before giving up.
-pub fn load(
-    project: &Project,
-    cwd: &Path,
-    paths: &[PathBuf],
-) -> Result<(Sources, Vec<Document>), Vec<Diagnostic>> {
+/// Reads every definition file under `paths` (or the project's sources
+/// when empty), refusing trainc's own output among them. Findings from all
+/// files are gathered before giving up. The files are parsed one at a time
+/// by validation ([`validate::validate_all`]), which drops each file's
+/// documents when it is done with them.
+pub fn load(project: &Project, cwd: &Path, paths: &[PathBuf]) -> Result<Sources, Vec<Diagnostic>> {
     let files = files(project, cwd, paths)?;
-    // Files parse independently; results come back in file order. trainc's
-    // own output is not parsed: it is refused below. Validation's schema is
-    // compiled meanwhile.
-    let parsed = std::thread::scope(|s| {
+    // Results come back in file order. Validation's schema is compiled
+    // meanwhile.
+    let read = std::thread::scope(|s| {
         s.spawn(validate::schema::warm);
         par::map(&files, |path| {
             let name = crate::paths::display_name(&project.root, path);
-            load::read_as(path, name, crate::paths::shown_path(cwd, path)).and_then(|f| {
-                let docs = if emit::is_generated(f.text.as_bytes()) {
-                    None
-                } else {
-                    Some(load::parse(&f)?)
-                };
-                Ok((path.clone(), docs, f))
-            })
+            load::read_as(path, name, crate::paths::shown_path(cwd, path))
+                .map(|f| (path.clone(), f))
         })
     });
     let mut sources = Vec::with_capacity(files.len());
-    let mut docs = Vec::new();
     let mut diags = Vec::new();
     let mut generated = Vec::new();
-    for p in parsed {
-        match p {
-            Ok((path, Some(d), file)) => {
-                docs.extend(d);
-                sources.push((path, file));
+    for r in read {
+        match r {
+            Ok((path, file)) if emit::is_generated(file.text.as_bytes()) => {
+                generated.push((path, file));
             }
-            Ok((path, None, file)) => generated.push((path, file)),
+            Ok(source) => sources.push(source),
             Err(d) => diags.push(d),
         }
     }
     diags.extend(own_output(project, &generated));
     if diags.is_empty() {
-        Ok((sources, docs))
+        Ok(sources)
     } else {
         diagnostic::normalize(&mut diags);
         Err(diags)
@@ -167,9 +156,9 @@ pub fn check(
     cwd: &Path,
     paths: &[PathBuf],
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (sources, docs) = load(project, cwd, paths)?;
+    let sources = load(project, cwd, paths)?;
     let library = project.library()?;
-    resolve(project, &library, &sources, &docs).map(|r| (r.jobs, r.warnings))
+    resolve(project, &library, &sources, None).map(|r| (r.jobs, r.warnings))
 }
 
 /// The jobs of each set asked for, in order, and the warnings about any.
@@ -189,10 +178,10 @@ pub fn check_sets(
     paths: &[PathBuf],
     which: &[Option<&Variant>],
 ) -> Result<Resolved, Vec<Diagnostic>> {
-    let (sources, docs) = load(project, cwd, paths)?;
+    let sources = load(project, cwd, paths)?;
     let library = project.library()?;
     let complete = complete(project, cwd, paths);
-    resolve_sets(project, &library, &sources, &docs, which, complete)
+    resolve_sets(project, &library, &sources, which, complete)
 }
 
 /// Whether `paths` yield all of the project's definitions: only then can a
@@ -214,19 +203,10 @@ fn resolve_sets(
     project: &Project,
     library: &Library,
     sources: &Sources,
-    docs: &[Document],
     which: &[Option<&Variant>],
     complete: bool,
 ) -> Result<Resolved, Vec<Diagnostic>> {
-    resolve_parts(
-        project,
-        library,
-        sources,
-        docs,
-        which,
-        Scope::All { complete },
-    )
-    .map(|r| Resolved {
+    resolve_parts(project, library, sources, which, Scope::All { complete }).map(|r| Resolved {
         jobs: r.sets.into_iter().map(|s| s.jobs).collect(),
         warnings: r.warnings,
     })
@@ -273,19 +253,17 @@ fn resolve_parts(
     project: &Project,
     library: &Library,
     sources: &Sources,
-    docs: &[Document],
     which: &[Option<&Variant>],
     scope: Scope,
 ) -> Result<ResolvedParts, Vec<Diagnostic>> {
     let complete = scope == Scope::All { complete: true };
-    let resolve_one =
-        |project: &Project, library: &Library, sources: &Sources, docs: &[Document]| {
-            if scope == Scope::Some {
-                resolve_some(project, library, docs)
-            } else {
-                resolve(project, library, sources, docs)
-            }
-        };
+    let resolve_one = |patching: Option<&validate::Patching>| {
+        if scope == Scope::Some {
+            resolve_some(project, library, sources, patching)
+        } else {
+            resolve(project, library, sources, patching)
+        }
+    };
     type Key = (String, usize, usize, String);
     let key = |d: &Diagnostic| -> Key {
         match &d.location {
@@ -295,7 +273,7 @@ fn resolve_parts(
     };
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let base = match resolve_one(project, library, sources, docs) {
+    let base = match resolve_one(None) {
         Ok(r) => {
             warnings.extend(r.warnings);
             Some(SetJobs {
@@ -315,10 +293,11 @@ fn resolve_parts(
     let mut resolved: Vec<(&str, SetJobs)> = Vec::new();
     if let Some(project_doc) = &project.doc {
         for v in variants {
-            if complete {
-                errors.extend(variant::unmatched(v, docs, project_doc));
-            }
-            let patched = variant::apply(v, docs, project_doc);
+            let patching = validate::Patching {
+                variant: v,
+                project: project_doc,
+                complete,
+            };
             let own = |d: Diagnostic| {
                 if seen.contains(&key(&d)) {
                     return None;
@@ -334,7 +313,7 @@ fn resolve_parts(
                     Diagnostic { message, ..d }
                 })
             };
-            match resolve_one(project, library, sources, &patched) {
+            match resolve_one(Some(&patching)) {
                 Ok(r) => {
                     warnings.extend(r.warnings.into_iter().filter_map(own));
                     let set = SetJobs {
@@ -388,7 +367,8 @@ fn resolve_parts(
 fn resolve_some(
     project: &Project,
     library: &Library,
-    docs: &[Document],
+    sources: &Sources,
+    patching: Option<&validate::Patching>,
 ) -> Result<ResolvedSet, Vec<Diagnostic>> {
     let generated = project.written_dirs();
     let top = project.top();
@@ -399,7 +379,8 @@ fn resolve_some(
         top: &top,
         generated: &generated,
     };
-    let valid = validate::validate_all(docs, &cx)?;
+    let files: Vec<Arc<SourceFile>> = sources.iter().map(|(_, f)| Arc::clone(f)).collect();
+    let valid = validate::validate_all(&files, patching, &cx)?;
     Ok(ResolvedSet {
         jobs: valid.jobs,
         warnings: valid.warnings,
@@ -467,9 +448,9 @@ fn resolve(
     project: &Project,
     library: &Library,
     sources: &Sources,
-    docs: &[Document],
+    patching: Option<&validate::Patching>,
 ) -> Result<ResolvedSet, Vec<Diagnostic>> {
-    let resolved = resolve_some(project, library, docs)?;
+    let resolved = resolve_some(project, library, sources, patching)?;
     if resolved.jobs.is_empty() {
         // An empty tree would prune every generated file, and a GitOps
         // controller would then delete every job from the cluster.
@@ -623,7 +604,7 @@ pub fn desired_into(
     sets: &[Set],
     sink: Option<&dyn Sink>,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let (sources, docs) = load(project, cwd, paths)?;
+    let sources = load(project, cwd, paths)?;
     // Loaded once, so validation and the image stage see the same library.
     let library = project.library()?;
     let complete = complete(project, cwd, paths);
@@ -631,7 +612,6 @@ pub fn desired_into(
         project,
         &library,
         sources,
-        docs,
         sets,
         Scope::All { complete },
         sink,
@@ -677,35 +657,21 @@ pub fn desired_some(
     sources: Sources,
     sets: &[Set],
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let parsed = par::map(&sources, |(_, f)| {
-        if emit::is_generated(f.text.as_bytes()) {
-            Err(Diagnostic::new(format!(
-                "{} was generated by trainc",
-                f.shown
-            )))
-        } else {
-            load::parse(f)
-        }
-    });
-    let mut docs = Vec::new();
-    let mut diags = Vec::new();
-    for p in parsed {
-        match p {
-            Ok(d) => docs.extend(d),
-            Err(d) => diags.push(d),
-        }
+    let generated: Vec<Diagnostic> = sources
+        .iter()
+        .filter(|(_, f)| emit::is_generated(f.text.as_bytes()))
+        .map(|(_, f)| Diagnostic::new(format!("{} was generated by trainc", f.shown)))
+        .collect();
+    if !generated.is_empty() {
+        return Err(generated);
     }
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-    compile_sets(project, library, sources, docs, sets, Scope::Some, None)
+    compile_sets(project, library, sources, sets, Scope::Some, None)
 }
 
 fn compile_sets(
     project: &Project,
     library: &Library,
     sources: Sources,
-    docs: Vec<Document>,
     sets: &[Set],
     scope: Scope,
     sink: Option<&dyn Sink>,
@@ -716,11 +682,7 @@ fn compile_sets(
     let ResolvedParts {
         sets: resolved,
         mut warnings,
-    } = resolve_parts(project, library, &sources, &docs, &which, scope)?;
-    // Resolved, the documents are read no more: freed before the jobs are
-    // rendered, they are not in a large build's peak memory. Their trees
-    // take a while to free, so every core frees its share.
-    par::map_owned(docs, drop);
+    } = resolve_parts(project, library, &sources, &which, scope)?;
     let mut resolved = resolved.into_iter();
     let SetJobs {
         jobs: mut base,

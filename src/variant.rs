@@ -27,10 +27,9 @@ fn name_of(doc: &Document) -> Option<&str> {
 /// patches applied in order, the patches located in `project`, the
 /// project file. Other documents (empty ones, a list by mistake) are left
 /// as they are, for validation to report.
-pub fn apply(variant: &Variant, docs: &[Document], project: &Document) -> Vec<Document> {
-    docs.iter()
-        .map(|doc| {
-            let mut doc = doc.clone();
+pub fn apply(variant: &Variant, docs: Vec<Document>, project: &Document) -> Vec<Document> {
+    docs.into_iter()
+        .map(|mut doc| {
             if !doc.value.is_object() {
                 return doc;
             }
@@ -45,16 +44,21 @@ pub fn apply(variant: &Variant, docs: &[Document], project: &Document) -> Vec<Do
         .collect()
 }
 
-/// A `job:` that names no definition among `docs` (all the project's): a
-/// patch that silently applies to nothing is a typo.
-pub fn unmatched(variant: &Variant, docs: &[Document], project: &Document) -> Vec<Diagnostic> {
-    let names: BTreeSet<&str> = docs
-        .iter()
+/// The names a variant's `job:` may give: the `metadata.name` of each
+/// `TrainingJob` among `docs`, as written.
+pub fn names(docs: &[Document]) -> Vec<String> {
+    docs.iter()
         .filter(|d| d.value.get("kind").and_then(Value::as_str) == Some("TrainingJob"))
         .filter_map(name_of)
-        .collect();
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A `job:` that names none of `names` (all the project's definitions'
+/// [`names`]): a patch that silently applies to nothing is a typo.
+pub fn unmatched(variant: &Variant, names: &BTreeSet<&str>, project: &Document) -> Vec<Diagnostic> {
     let known: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    unknown_jobs(variant, &names)
+    unknown_jobs(variant, names)
         .map(|(p, job)| {
             let at = format!("{}/job", p.pointer);
             let hint = match crate::suggest::did_you_mean(job, names.iter().copied()) {
@@ -127,7 +131,7 @@ mod tests {
             "jobs/a.yaml",
             "metadata: {name: a}\nspec:\n  roles:\n    worker: {gpu: 1, cpu: 2, tags: [a, b]}\n  gone: {x: 1}\n",
         );
-        let patched = apply(&variant, std::slice::from_ref(&def), &project).remove(0);
+        let patched = apply(&variant, vec![def.clone()], &project).remove(0);
         assert_eq!(
             patched.value,
             serde_json::json!({"metadata": {"name": "a"}, "spec": {"roles": {"worker": {"gpu": 0, "cpu": 2, "tags": ["c"]}}, "new": {"a": 1}}})
@@ -155,9 +159,11 @@ mod tests {
         // A patch for another job leaves the document alone.
         let mut other = variant.clone();
         other.patches[0].job = Some("b".into());
-        let same = apply(&other, std::slice::from_ref(&def), &project).remove(0);
+        let same = apply(&other, vec![def.clone()], &project).remove(0);
         assert_eq!(same.value, def.value);
-        let unmatched = unmatched(&other, &[def], &project);
+        let names = names(std::slice::from_ref(&def));
+        let known = names.iter().map(String::as_str).collect();
+        let unmatched = unmatched(&other, &known, &project);
         assert_eq!(
             unmatched[0].title(),
             "variants.cpu.patches[0].job: no definition is named `b`"

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use trainc::load;
 use trainc::model::project::Defaults;
 use trainc::source::SourceFile;
 use trainc::{diagnostic, pipeline, validate};
@@ -13,24 +12,21 @@ const SEED: &str = include_str!("../examples/mnist/jobs/mnist.yaml");
 /// Runs the whole in-memory pipeline and renders any findings.
 fn check(text: String) {
     let file = Arc::new(SourceFile::new("mutant.yaml", text));
-    let diags = match load::parse(&file) {
-        Err(d) => vec![d],
-        Ok(docs) => match validate::validate(
-            &docs,
-            &validate::Context {
-                defaults: &Defaults::default(),
-                library: &trainc::library::Library::builtin().expect("builtin library"),
-                root: std::path::Path::new("."),
-                top: std::path::Path::new("."),
-                generated: &[],
-            },
-        ) {
-            Err(d) => d,
-            Ok((jobs, _warnings)) => {
-                assert!(pipeline::render(&jobs).is_ok());
-                return;
-            }
+    let diags = match validate::validate(
+        std::slice::from_ref(&file),
+        &validate::Context {
+            defaults: &Defaults::default(),
+            library: &trainc::library::Library::builtin().expect("builtin library"),
+            root: std::path::Path::new("."),
+            top: std::path::Path::new("."),
+            generated: &[],
         },
+    ) {
+        Err(d) => d,
+        Ok((jobs, _warnings)) => {
+            assert!(pipeline::render(&jobs).is_ok());
+            return;
+        }
     };
     assert!(!diags.is_empty());
     for d in &diags {

@@ -1,4 +1,4 @@
-//! The output budget, across documents: every task's manifest repeats its
+//! The output budget of each document: every task's manifest repeats its
 //! job's settings, so a job's tasks times the size of those settings is what
 //! it makes trainc write, at the least. Checked before anything is compiled,
 //! so a definition that would make gigabytes is refused in milliseconds; the
@@ -86,46 +86,38 @@ pub(super) fn floor_of(roles: &Tasks) -> u64 {
     roles.iter().map(|(_, n, w)| n.saturating_mul(*w)).sum()
 }
 
-/// Refuses each job whose tasks times settings pass the output limit, at
-/// the replicas of the role that weighs most (all of them together are a
-/// rule across documents: [`super::across::check`]).
-/// `valid`: each valid document with its [`per_task`], and `patched` if
-/// that includes what the patches add ([`add_patches`]).
-pub(super) fn check<'a>(
-    valid: impl Iterator<Item = (&'a Document, &'a Tasks)>,
-    patched: bool,
-    diags: &mut Vec<Diagnostic>,
-) {
+/// Refuses the job if its tasks times their settings pass the output
+/// limit, at the replicas of the role that weighs most (all jobs together
+/// are a rule across documents: [`super::across::check`]). `roles`: its
+/// [`per_task`], and `patched` if that includes what the patches add
+/// ([`add_patches`]).
+pub(super) fn check(doc: &Document, roles: &Tasks, patched: bool) -> Option<Diagnostic> {
     let settings = if patched {
         "settings each, with what the patches add to each pod,"
     } else {
         "settings each"
     };
-    for (doc, roles) in valid {
-        let floor = floor_of(roles);
-        if floor <= MAX_OUTPUT_BYTES {
-            continue;
-        }
-        let Some((kind, _, _)) = roles.iter().max_by_key(|(_, n, w)| n.saturating_mul(*w)) else {
-            continue;
-        };
-        let tasks: u64 = roles.iter().map(|(_, n, _)| n).sum();
-        let most = roles.iter().map(|(_, _, w)| *w).max().unwrap_or(0);
-        let pointer = format!("/spec/roles/{}/replicas", kind.as_str());
-        diags.push(
-            Diagnostic::new(format!(
-                "{tasks} tasks with up to {} KiB of {settings} make at least {} of manifests, over the {} limit for a build's output",
-                most.div_ceil(1024),
-                mib(floor),
-                mib(MAX_OUTPUT_BYTES)
-            ))
-            .path(doc.dotted(&pointer))
-            .at(doc.locate(&pointer))
-            .hint(if patched {
-                "every task's manifest repeats the job's settings and what its patches write into its pod (a `copy` writes the whole value again): copy less, shorten the settings, or run fewer tasks"
-            } else {
-                "every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"
-            }),
-        );
+    let floor = floor_of(roles);
+    if floor <= MAX_OUTPUT_BYTES {
+        return None;
     }
+    let (kind, _, _) = roles.iter().max_by_key(|(_, n, w)| n.saturating_mul(*w))?;
+    let tasks: u64 = roles.iter().map(|(_, n, _)| n).sum();
+    let most = roles.iter().map(|(_, _, w)| *w).max().unwrap_or(0);
+    let pointer = format!("/spec/roles/{}/replicas", kind.as_str());
+    Some(
+        Diagnostic::new(format!(
+            "{tasks} tasks with up to {} KiB of {settings} make at least {} of manifests, over the {} limit for a build's output",
+            most.div_ceil(1024),
+            mib(floor),
+            mib(MAX_OUTPUT_BYTES)
+        ))
+        .path(doc.dotted(&pointer))
+        .at(doc.locate(&pointer))
+        .hint(if patched {
+            "every task's manifest repeats the job's settings and what its patches write into its pod (a `copy` writes the whole value again): copy less, shorten the settings, or run fewer tasks"
+        } else {
+            "every task's manifest repeats the job's settings (command, args, env, hyperparameters, labels, annotations): shorten them, e.g. put long scripts into the image, or run fewer tasks"
+        }),
+    )
 }

@@ -1,5 +1,11 @@
 //! Stage 2: JSON Schema and semantic rules. Nothing downstream ever sees an
 //! invalid definition: [`validate`] returns resolved jobs or every finding.
+//!
+//! Each definition file goes through its stages on one core, alone: parsed,
+//! patched by a variant, checked, resolved, and its documents dropped
+//! before the next file is taken. Only what the rules across documents need
+//! and the resolved job outlive it, so a large project's parsed documents
+//! are never all in memory at once.
 
 pub mod across;
 mod budget;
@@ -10,20 +16,21 @@ pub mod rules;
 pub mod schema;
 mod security;
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::diagnostic::{self, Diagnostic};
 use crate::library::Library;
-use crate::load::Document;
+use crate::load::{self, Document};
 use crate::model::definition::TrainingJob;
 use crate::model::job::{self, Job, namespace_of};
-use crate::model::project::Defaults;
+use crate::model::project::{Defaults, Variant};
+use crate::source::{Location, SourceFile};
 
 pub use budget::floor;
 
-/// Validates every document and resolves the valid ones. Findings from all
-/// documents are gathered, so one run reports everything.
-/// What validation needs besides the documents.
+/// What validation needs besides the definition files.
 pub struct Context<'a> {
     pub defaults: &'a Defaults,
     pub library: &'a Library,
@@ -37,12 +44,25 @@ pub struct Context<'a> {
     pub generated: &'a [(&'a Path, String)],
 }
 
-/// The resolved jobs and the warnings about them.
+/// A variant's merge patches, applied to each document after it is parsed
+/// and before it is checked (see [`crate::variant`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Patching<'a> {
+    pub variant: &'a Variant,
+    /// The project file, where the patches are written.
+    pub project: &'a Document,
+    /// Whether the files are all the project's definitions: only then is a
+    /// patch whose `job:` names none of them a mistake.
+    pub complete: bool,
+}
+
+/// The resolved jobs of the definition files, as written, and the
+/// warnings about them.
 pub fn validate(
-    docs: &[Document],
+    files: &[Arc<SourceFile>],
     cx: &Context,
 ) -> Result<(Vec<Job>, Vec<Diagnostic>), Vec<Diagnostic>> {
-    validate_all(docs, cx).map(|v| (v.jobs, v.warnings))
+    validate_all(files, None, cx).map(|v| (v.jobs, v.warnings))
 }
 
 /// What [`validate_all`] found valid.
@@ -70,121 +90,151 @@ pub struct Facts {
     pub floor: u64,
 }
 
-/// What one document's own checks made of it.
+/// What one definition file's documents made.
+struct CheckedFile {
+    /// Why the file does not parse; then it has no documents.
+    unparsed: Option<Diagnostic>,
+    /// The `metadata.name` of each `TrainingJob` document, as written:
+    /// what a variant's `job:` names. Only when a [`Patching`] asks.
+    names: Vec<String>,
+    docs: Vec<Checked>,
+}
+
+/// What one document's own checks and resolution made of it.
 struct Checked {
+    /// Its own checks' findings, and its output budget's.
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
-    /// Only without errors.
+    /// Only without errors of its own checks.
     valid: Option<Valid>,
 }
 
-/// A document that passed its own checks, with what the rules across
-/// documents need of it, worked out beside the checks.
+/// A document that passed its own checks: what the rules across documents
+/// need of it, and its job.
 struct Valid {
-    /// Boxed: a definition is some kilobytes, and a thousand of them moved
-    /// from the workers' results into `valid` is memory touched twice.
-    def: Box<TrainingJob>,
+    /// Its file's name.
+    source: String,
+    /// Where the document starts in it: the rules across documents report
+    /// by file name, then position.
+    start: Option<(usize, usize)>,
+    /// Where its `metadata.name` is written.
+    at: Option<Location>,
     /// Its job's namespace, the project's default when it names none.
     namespace: String,
-    tasks: budget::Tasks,
+    name: String,
     generated: Vec<rules::Generated>,
+    /// The least output it makes, its patches not applied.
+    floor: u64,
+    /// `None` when its output budget already refuses it: nothing is built.
+    resolved: Option<Resolved>,
 }
 
-/// [`validate`], also returning the facts the rules across documents used.
+/// A valid document's job, with what applying its patches found.
+struct Resolved {
+    job: Job,
+    warnings: Vec<Diagnostic>,
+    errors: Vec<Diagnostic>,
+    /// Its output budget with what the patches add to its pods, when they
+    /// add anything and that refuses it.
+    budget: Option<Diagnostic>,
+    /// Whether its patches add anything to its pods.
+    patched: bool,
+    /// The least output it makes, with what its patches add.
+    floor: u64,
+}
+
+/// [`validate`] of the definition files as written or, with `patching`,
+/// as a variant patches them; also returns the facts the rules across
+/// documents used.
 ///
-/// Each document's own checks (schema, typing, the semantic rules) and then
-/// each valid job's resolution run on every core, one document at a time;
-/// the results are gathered in document order, so the findings are the
-/// same whatever the scheduling. The rules across documents (duplicates,
-/// the output budget, shared generated names) run after, on one thread.
-pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Diagnostic>> {
-    let defaults = cx.defaults;
+/// The files go through their stages on every core, one file at a time;
+/// the results are gathered in file order, so the findings are the same
+/// whatever the scheduling. A file that does not parse is all that is
+/// reported: the rules across documents would miss its documents. The
+/// rules across documents (duplicates, the output budget, shared generated
+/// names) run after, on one thread: first as written, then, when nothing
+/// was found and patches add to the pods, with what they add.
+pub fn validate_all(
+    files: &[Arc<SourceFile>],
+    patching: Option<&Patching>,
+    cx: &Context,
+) -> Result<Validated, Vec<Diagnostic>> {
+    let checked = crate::par::map(files, |file| check_file(file, patching, cx));
+    let unparsed: Vec<Diagnostic> = checked.iter().filter_map(|f| f.unparsed.clone()).collect();
+    if !unparsed.is_empty() {
+        return Err(unparsed);
+    }
     let mut diags = Vec::new();
     let mut warnings = Vec::new();
-    let mut valid: Vec<(&Document, Valid)> = Vec::new();
-    for (doc, checked) in docs.iter().zip(crate::par::map(docs, |doc| check(doc, cx))) {
-        diags.extend(checked.errors);
-        warnings.extend(checked.warnings);
-        valid.extend(checked.valid.map(|v| (doc, v)));
+    let mut names = BTreeSet::new();
+    let mut valid: Vec<Valid> = Vec::new();
+    for file in checked {
+        names.extend(file.names);
+        for doc in file.docs {
+            diags.extend(doc.errors);
+            warnings.extend(doc.warnings);
+            valid.extend(doc.valid);
+        }
     }
-    budget::check(
-        valid.iter().map(|(doc, v)| (*doc, &v.tasks)),
-        false,
-        &mut diags,
-    );
-    let clean = diags.is_empty();
-    diags.extend(across::check(&across_docs(&valid), clean));
-    if !diags.is_empty() {
+    let unmatched = match patching {
+        Some(p) if p.complete => {
+            let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+            crate::variant::unmatched(p.variant, &names, p.project)
+        }
+        _ => Vec::new(),
+    };
+    let fail = |mut diags: Vec<Diagnostic>, warnings: Vec<Diagnostic>| {
         // Warnings too: a user fixing errors sees everything at once.
+        diags.extend(unmatched.iter().cloned());
         diags.extend(warnings);
         diagnostic::normalize(&mut diags);
-        return Err(diags);
+        Err(diags)
+    };
+    let clean = diags.is_empty();
+    diags.extend(across::check(&across_docs(&valid, |v| v.floor), clean));
+    if !diags.is_empty() {
+        return fail(diags, warnings);
     }
-    let resolved = crate::par::map(&valid, |(doc, v)| {
-        // `check` has made sure the preset exists.
-        let preset = cx.library.preset(v.def.framework_name())?;
-        let target = crate::compile::target::backend(job::target_of(&v.def, defaults));
-        let run_defaults = target.run_defaults(v.def.framework());
-        let mut job = job::resolve(
-            &v.def,
-            defaults,
-            &doc.file.name,
-            cx.root,
-            preset,
-            run_defaults,
-        );
-        if let Some(b) = &mut job.build {
-            // Hashing the context finds what validation cannot (its size).
-            b.at = doc.locate("/spec/build/context");
-        }
-        // Patches are checked by applying them to the pod templates, which
-        // only a resolved job has.
-        let (applied, grown) = patches::applied(doc, &job);
-        let (warned, found): (Vec<Diagnostic>, Vec<Diagnostic>) =
-            applied.into_iter().partition(|d| !d.is_error());
-        Some((job, warned, found, grown))
-    });
-    let mut jobs = Vec::with_capacity(resolved.len());
     let mut patched = false;
-    for (r, (_, v)) in resolved.into_iter().zip(valid.iter_mut()) {
-        let (job, warned, found, grown) = r.ok_or_else(|| {
-            vec![Diagnostic::new(
-                "internal error: a validated job has no preset",
-            )]
-        })?;
-        jobs.push(job);
-        warnings.extend(warned);
-        diags.extend(found);
-        patched |= grown.iter().any(|(_, b)| *b > 0);
-        budget::add_patches(&mut v.tasks, &grown);
+    for v in &mut valid {
+        let Some(r) = &mut v.resolved else {
+            diags.push(Diagnostic::new(
+                "internal error: a valid job was not resolved",
+            ));
+            continue;
+        };
+        warnings.append(&mut r.warnings);
+        diags.append(&mut r.errors);
+        patched |= r.patched;
     }
-    // The budget again, with what the patches add to each task's pod.
+    let floor_patched = |v: &Valid| v.resolved.as_ref().map_or(v.floor, |r| r.floor);
     if diags.is_empty() && patched {
-        budget::check(
-            valid.iter().map(|(doc, v)| (*doc, &v.tasks)),
-            true,
-            &mut diags,
+        diags.extend(
+            valid
+                .iter()
+                .filter_map(|v| v.resolved.as_ref()?.budget.clone()),
         );
         let clean = diags.is_empty();
-        diags.extend(across::check(&across_docs(&valid), clean));
+        diags.extend(across::check(&across_docs(&valid, floor_patched), clean));
     }
-    if !diags.is_empty() {
-        diags.extend(warnings);
-        diagnostic::normalize(&mut diags);
-        return Err(diags);
+    if !diags.is_empty() || !unmatched.is_empty() {
+        return fail(diags, warnings);
     }
     diagnostic::normalize(&mut warnings);
-    jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    let facts = valid
-        .into_iter()
-        .map(|(doc, v)| Facts {
-            source: doc.file.name.clone(),
+    let mut jobs = Vec::with_capacity(valid.len());
+    let mut facts = Vec::with_capacity(valid.len());
+    for v in valid {
+        let floor = floor_patched(&v);
+        facts.push(Facts {
+            source: v.source,
             namespace: v.namespace,
-            floor: budget::floor_of(&v.tasks),
-            name: v.def.metadata.name,
+            name: v.name,
             generated: v.generated,
-        })
-        .collect();
+            floor,
+        });
+        jobs.extend(v.resolved.map(|r| r.job));
+    }
+    jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok(Validated {
         jobs,
         warnings,
@@ -192,8 +242,39 @@ pub fn validate_all(docs: &[Document], cx: &Context) -> Result<Validated, Vec<Di
     })
 }
 
-/// One document's own checks, and what the rules across documents need of
-/// it if it passes them.
+/// One definition file's stages: parsed, patched by `patching`, and each
+/// document checked and resolved. Its documents are dropped on return.
+fn check_file(file: &Arc<SourceFile>, patching: Option<&Patching>, cx: &Context) -> CheckedFile {
+    let docs = match load::parse(file) {
+        Ok(docs) => docs,
+        Err(d) => {
+            return CheckedFile {
+                unparsed: Some(d),
+                names: Vec::new(),
+                docs: Vec::new(),
+            };
+        }
+    };
+    let (names, docs) = match patching {
+        Some(p) => {
+            let names = if p.complete {
+                crate::variant::names(&docs)
+            } else {
+                Vec::new()
+            };
+            (names, crate::variant::apply(p.variant, docs, p.project))
+        }
+        None => (Vec::new(), docs),
+    };
+    CheckedFile {
+        unparsed: None,
+        names,
+        docs: docs.iter().map(|doc| check(doc, cx)).collect(),
+    }
+}
+
+/// One document's own checks, and, if it passes them, what the rules
+/// across documents need of it and its resolved job.
 fn check(doc: &Document, cx: &Context) -> Checked {
     let failed = |errors| Checked {
         errors,
@@ -208,24 +289,91 @@ fn check(doc: &Document, cx: &Context) -> Checked {
         return failed(found);
     }
     let mut def = match doc.typed::<TrainingJob>() {
-        Ok(def) => Box::new(def),
+        Ok(def) => def,
         Err(d) => return failed(vec![d]),
     };
     def.keep_written(|p| doc.source_text(p).map(str::to_owned));
-    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = rules::check(doc, &def, cx)
+    let (mut errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = rules::check(doc, &def, cx)
         .into_iter()
         .partition(Diagnostic::is_error);
-    let valid = errors.is_empty().then(|| Valid {
+    if !errors.is_empty() {
+        return Checked {
+            errors,
+            warnings,
+            valid: None,
+        };
+    }
+    let tasks = budget::per_task(doc, &def);
+    let over = budget::check(doc, &tasks, false);
+    let resolved = match over {
+        Some(_) => None,
+        None => match resolve(doc, &def, tasks.clone(), cx) {
+            Ok(r) => Some(r),
+            Err(d) => {
+                errors.push(d);
+                None
+            }
+        },
+    };
+    errors.extend(over);
+    let valid = Valid {
+        source: doc.file.name.clone(),
+        start: doc.spans.get("").map(|p| (p.value.line, p.value.column)),
+        at: doc.locate("/metadata/name"),
         namespace: namespace_of(&def, cx.defaults),
-        tasks: budget::per_task(doc, &def),
         generated: rules::generated(&def, cx.defaults),
-        def,
-    });
+        floor: budget::floor_of(&tasks),
+        name: def.metadata.name,
+        resolved,
+    };
     Checked {
         errors,
         warnings,
-        valid,
+        valid: Some(valid),
     }
+}
+
+/// A valid document's job, and what applying its patches to the job's pod
+/// templates finds (they are checked that way, as only a resolved job has
+/// pod templates) and adds to its output.
+fn resolve(
+    doc: &Document,
+    def: &TrainingJob,
+    mut tasks: budget::Tasks,
+    cx: &Context,
+) -> Result<Resolved, Diagnostic> {
+    // `rules::check` has made sure the preset exists.
+    let preset = cx
+        .library
+        .preset(def.framework_name())
+        .ok_or_else(|| Diagnostic::new("internal error: a validated job has no preset"))?;
+    let target = crate::compile::target::backend(job::target_of(def, cx.defaults));
+    let run_defaults = target.run_defaults(def.framework());
+    let mut job = job::resolve(
+        def,
+        cx.defaults,
+        &doc.file.name,
+        cx.root,
+        preset,
+        run_defaults,
+    );
+    if let Some(b) = &mut job.build {
+        // Hashing the context finds what validation cannot (its size).
+        b.at = doc.locate("/spec/build/context");
+    }
+    let (applied, grown) = patches::applied(doc, &job);
+    let (warnings, errors): (Vec<Diagnostic>, Vec<Diagnostic>) =
+        applied.into_iter().partition(|d| !d.is_error());
+    let patched = grown.iter().any(|(_, b)| *b > 0);
+    budget::add_patches(&mut tasks, &grown);
+    Ok(Resolved {
+        job,
+        warnings,
+        errors,
+        budget: patched.then(|| budget::check(doc, &tasks, true)).flatten(),
+        patched,
+        floor: budget::floor_of(&tasks),
+    })
 }
 
 /// A project file among the sources (`trainc build examples` finds
@@ -254,19 +402,17 @@ fn project_file(doc: &Document) -> Option<Diagnostic> {
 }
 
 /// The valid documents as the rules across documents see them
-/// ([`across::check`]), in the order their findings are reported: by file
-/// name, then position, whatever order the files were given in.
-fn across_docs<'a>(valid: &'a [(&'a Document, Valid)]) -> Vec<across::Doc<'a>> {
-    let mut ordered: Vec<&(&Document, Valid)> = valid.iter().collect();
-    ordered.sort_by_key(|(doc, _)| {
-        let pos = doc.spans.get("").map(|p| (p.value.line, p.value.column));
-        (doc.file.name.clone(), pos)
-    });
+/// ([`across::check`]), each with the least output `floor` says it makes,
+/// in the order their findings are reported: by file name, then position,
+/// whatever order the files were given in.
+fn across_docs<'a>(valid: &'a [Valid], floor: impl Fn(&Valid) -> u64) -> Vec<across::Doc<'a>> {
+    let mut ordered: Vec<&Valid> = valid.iter().collect();
+    ordered.sort_by(|a, b| (&a.source, a.start).cmp(&(&b.source, b.start)));
     ordered
         .into_iter()
-        .map(|(doc, v)| across::Doc {
+        .map(|v| across::Doc {
             namespace: &v.namespace,
-            name: &v.def.metadata.name,
+            name: &v.name,
             claims: v
                 .generated
                 .iter()
@@ -276,18 +422,15 @@ fn across_docs<'a>(valid: &'a [(&'a Document, Valid)]) -> Vec<across::Doc<'a>> {
                     name: &g.name,
                 })
                 .collect(),
-            floor: budget::floor_of(&v.tasks),
-            at: doc.locate("/metadata/name"),
+            floor: floor(v),
+            at: v.at.clone(),
         })
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::source::SourceFile;
 
     fn definition(name: &str, replicas: &str) -> String {
         format!(
@@ -295,14 +438,11 @@ mod tests {
         )
     }
 
-    fn docs(texts: &[String]) -> Vec<Document> {
+    fn files(texts: &[String]) -> Vec<Arc<SourceFile>> {
         texts
             .iter()
             .enumerate()
-            .flat_map(|(i, t)| {
-                let file = Arc::new(SourceFile::new(format!("jobs/{i:03}.yaml"), t.as_str()));
-                crate::load::parse(&file).expect("test definitions parse")
-            })
+            .map(|(i, t)| Arc::new(SourceFile::new(format!("jobs/{i:03}.yaml"), t.as_str())))
             .collect()
     }
 
@@ -350,7 +490,7 @@ mod tests {
             })
             .collect();
         texts.push(definition("job-2", "3"));
-        let all = docs(&texts);
+        let all = files(&texts);
         let found = validate(&all, &cx).expect_err("the definitions are wrong");
         let mut one_by_one: Vec<Diagnostic> = all[..60]
             .iter()
@@ -374,6 +514,28 @@ mod tests {
         );
     }
 
+    /// A file that does not parse is all that is reported: the rules across
+    /// documents would run without its documents, and a definition that
+    /// parses but is wrong waits for the next run, as when parsing was a
+    /// stage of its own.
+    #[test]
+    fn a_file_that_does_not_parse_is_all_that_is_reported() {
+        let (library, defaults) = (
+            Library::builtin().expect("built-in library"),
+            Defaults::default(),
+        );
+        let cx = context(&library, &defaults);
+        let texts = vec![
+            definition("job-a", "-1"),
+            "metadata: {name: [unclosed\n".to_owned(),
+            definition("job-b", "2"),
+        ];
+        let found = validate(&files(&texts), &cx).expect_err("one file does not parse");
+        assert_eq!(found.len(), 1, "{:#?}", messages(&found));
+        let at = found[0].location.as_ref().map(|l| l.file.name.as_str());
+        assert_eq!(at, Some("jobs/001.yaml"));
+    }
+
     /// What the rules across documents saw of each document (the build
     /// cache's summaries) is what working it out alone gives.
     #[test]
@@ -386,10 +548,14 @@ mod tests {
         let texts: Vec<String> = (0..20)
             .map(|i| definition(&format!("job-{i}"), &(i % 5 + 1).to_string()))
             .collect();
-        let all = docs(&texts);
-        let valid = validate_all(&all, &cx).expect("valid definitions");
+        let all = files(&texts);
+        let valid = validate_all(&all, None, &cx).expect("valid definitions");
         assert_eq!(valid.facts.len(), all.len());
-        for (doc, facts) in all.iter().zip(&valid.facts) {
+        let docs: Vec<Document> = all
+            .iter()
+            .flat_map(|f| load::parse(f).expect("test definitions parse"))
+            .collect();
+        for (doc, facts) in docs.iter().zip(&valid.facts) {
             let mut def = doc.typed::<TrainingJob>().expect("typed");
             def.keep_written(|p| doc.source_text(p).map(str::to_owned));
             assert_eq!(facts.source, doc.file.name);
