@@ -852,6 +852,58 @@ fn node_zero_s_address_resolves_on_every_target() {
     }
 }
 
+/// Each node's rank is where its pod template reads it from: on every pod
+/// the real Job, JobSet and Training Operator controllers made, the label
+/// or annotation that `TRAINC_TASK_INDEX`'s field reference names is there,
+/// and the nodes' values are 0 to n-1, each once. (kwok runs no container,
+/// so no kubelet resolves the reference; this shows what it would read.)
+/// The completion index is read from the Job controller's annotation, which
+/// every pod of an Indexed Job carries: the label of that name needs the
+/// `PodIndexLabel` feature gate.
+#[test]
+fn each_node_s_rank_is_on_its_pod() {
+    let Some(c) = cluster() else { return };
+    for target in ["kubernetes", "jobset", "pytorchjob"] {
+        let ns = c.restricted_namespace(&format!("rank-{target}"));
+        c.provision(&ns, "digits-data");
+        let dir = built("pytorch", target, &ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "worker", "running");
+        c.apply(&deploy);
+        let ranks = c.wait(
+            &format!("the nodes of {ns} to start"),
+            || {
+                let pods = c.get(&["pods", "-n", &ns, "-l", "trainc.dev/role=worker"]);
+                let pods = pods["items"].as_array()?;
+                let mut ranks = Vec::new();
+                for pod in pods {
+                    let env = pod["spec"]["containers"][0]["env"].as_array()?;
+                    let var = env.iter().find(|e| e["name"] == "TRAINC_TASK_INDEX")?;
+                    let path = var["valueFrom"]["fieldRef"]["fieldPath"].as_str()?;
+                    let (field, key) = path
+                        .strip_prefix("metadata.")?
+                        .strip_suffix("']")?
+                        .split_once("['")?;
+                    assert!(
+                        target == "pytorchjob" || field == "annotations",
+                        "{target}: the rank is read from {path}"
+                    );
+                    let value = pod["metadata"][field][key].as_str().unwrap_or_else(|| {
+                        panic!("{target}: a pod has no {path}: {}", pod["metadata"])
+                    });
+                    ranks.push(value.parse::<u32>().expect("a rank is a number"));
+                }
+                // The example's two nodes.
+                (ranks.len() == 2).then_some(ranks)
+            },
+            || c.state(&ns),
+        );
+        let mut sorted = ranks.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1], "{target}: the nodes' ranks");
+    }
+}
+
 /// An object as kubectl names it: `<kind>/<name>`, the kind in lower case.
 fn kind_name(o: &Value) -> String {
     format!(

@@ -37,6 +37,10 @@ const HISTORY: &[(&str, u32, &str)] = &[
     // BlockingRecreate; the Kubeflow operators get no Volcano queue.
     ("jobset", 3, "23fbd8a3836984db"),
     ("tfjob", 3, "979b83c06cab25d9"),
+    // Issue 37: a PyTorch node's rank read from the completion-index
+    // annotation; the TensorFlow run renders as before, under a new name.
+    ("kubernetes", 3, "7787c1ad0ac2e6b1"),
+    ("jobset", 4, "31ff098ea7e21f6a"),
 ];
 
 /// `(target, format, objects)`: what the run objects of format version
@@ -49,6 +53,8 @@ const OBJECTS: &[(&str, u32, &str)] = &[
     ("tfjob", 2, "a2ead45c0c45fdeb"),
     ("jobset", 3, "2a7eff6b9b2213fe"),
     ("tfjob", 3, "934dd290511cf1ac"),
+    ("kubernetes", 3, "7a287e3fed8cb834"),
+    ("jobset", 4, "431ff5a5f330b4ba"),
 ];
 
 /// The same for the PyTorch run. Append, never edit.
@@ -58,6 +64,8 @@ const PYTORCH_OBJECTS: &[(&str, u32, &str)] = &[
     ("pytorchjob", 1, "742aeb55480de394"),
     ("jobset", 3, "c19fc63e47821334"),
     ("pytorchjob", 2, "a4bab33ed67c879f"),
+    ("kubernetes", 3, "861b76d033870f83"),
+    ("jobset", 4, "330e5f96c805fba2"),
 ];
 
 /// The same for a PyTorch run, by target: a second history, since the
@@ -71,6 +79,9 @@ const PYTORCH_HISTORY: &[(&str, u32, &str)] = &[
     // operator adds no init container to.
     ("jobset", 3, "66db275310c31ebc"),
     ("pytorchjob", 2, "c3a743eca2c93e24"),
+    // Issue 37: the rank read from the completion-index annotation.
+    ("kubernetes", 3, "b89f8ef0036b185b"),
+    ("jobset", 4, "29ff313ad04fb567"),
 ];
 
 /// Never edit: every field trainc can put into a run's objects.

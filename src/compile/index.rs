@@ -3,7 +3,7 @@
 //! [`super::pytorch`]).
 
 /// The variable holding a task's index where the pod template is shared by
-/// several tasks and the index comes from a pod label at run time.
+/// several tasks and the index comes from the pod's metadata at run time.
 pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
 
 /// Where a task's index comes from.
@@ -16,6 +16,11 @@ pub enum Index {
     /// expanded by Kubernetes where `$(TRAINC_TASK_INDEX)` appears in other
     /// variables and in arguments.
     Label(&'static str),
+    /// [`Index::Label`], from this pod annotation: the Job controller's
+    /// `batch.kubernetes.io/job-completion-index`, which every pod of an
+    /// Indexed Job carries, while the label of that name needs the
+    /// `PodIndexLabel` feature (on by default only from Kubernetes 1.28).
+    Annotation(&'static str),
     /// One pod template for several tasks, whose operator gives each its
     /// index in this variable.
     Env(&'static str),
@@ -26,7 +31,7 @@ impl Index {
     pub fn render(self) -> String {
         match self {
             Index::Fixed(i) => i.to_string(),
-            Index::Label(_) => format!("$({INDEX_VAR})"),
+            Index::Label(_) | Index::Annotation(_) => format!("$({INDEX_VAR})"),
             Index::Env(var) => format!("$({var})"),
         }
     }

@@ -214,18 +214,23 @@ fn env_from(role: &Role) -> Option<Vec<EnvFromSource>> {
     })
 }
 
-/// The container's `env`: a label-borne index first (Kubernetes expands
+/// The container's `env`: an index read from the pod first (Kubernetes expands
 /// `$(VAR)` only from variables defined earlier), then the variables read
 /// from elsewhere, then those with a value, each sorted by name, the
 /// scratch home's among them unless the definition sets its own.
 fn env(job: &Job, p: &Placement) -> Vec<EnvVar> {
     let mut out = Vec::new();
-    if let Index::Label(label) = p.index {
+    let read = match p.index {
+        Index::Label(key) => Some(("labels", key)),
+        Index::Annotation(key) => Some(("annotations", key)),
+        Index::Fixed(_) | Index::Env(_) => None,
+    };
+    if let Some((field, key)) = read {
         out.push(EnvVar {
             name: INDEX_VAR.to_owned(),
             value_from: Some(EnvVarSource {
                 field_ref: Some(ObjectFieldSelector {
-                    field_path: format!("metadata.labels['{label}']"),
+                    field_path: format!("metadata.{field}['{key}']"),
                     ..ObjectFieldSelector::default()
                 }),
                 ..EnvVarSource::default()
@@ -450,7 +455,7 @@ pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch:
     let rp = &job.run_policy;
     let index = match p.index {
         Index::Fixed(i) => Some(i),
-        Index::Label(_) | Index::Env(_) => None,
+        Index::Label(_) | Index::Annotation(_) | Index::Env(_) => None,
     };
     let mut labels = meta::labels(job, meta::task_selector(job, p.run, role.kind, index));
     // Validation keeps the role's keys clear of trainc's.

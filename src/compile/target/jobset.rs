@@ -23,7 +23,7 @@ use crate::compile::crd;
 use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
-use crate::compile::target::kubernetes::COMPLETION_INDEX_LABEL;
+use crate::compile::target::kubernetes::COMPLETION_INDEX;
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::load::Findings;
@@ -34,7 +34,8 @@ use crate::names;
 
 /// Output-format version of this target (see [`crate::compile::target::kubernetes::FORMAT`]).
 /// 3: restarts with `BlockingRecreate`.
-pub const FORMAT: u32 = 3;
+/// 4: a PyTorch node's rank read from the completion-index annotation.
+pub const FORMAT: u32 = 4;
 
 /// The label JobSet puts on every pod of Job `i` of a replicated Job.
 pub const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
@@ -121,7 +122,7 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     };
     let placement = pod::Placement {
         role,
-        index: Index::Label(COMPLETION_INDEX_LABEL),
+        index: Index::Annotation(COMPLETION_INDEX),
         run: &run.name,
         hostname: None,
         subdomain: None,

@@ -36,12 +36,13 @@ use crate::names;
 
 /// Output-format version of this target: bump it whenever a release renders
 /// a run's objects differently, so that every run gets a new name.
-pub const FORMAT: u32 = 2;
+/// 3: a PyTorch node's rank read from the completion-index annotation.
+pub const FORMAT: u32 = 3;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-/// The label the Job controller puts on every pod of an Indexed Job: its
-/// completion index.
-pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
+/// The annotation the Job controller puts on every pod of an Indexed Job:
+/// its completion index (see [`Index::Annotation`]).
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
 pub fn compile(run: &Run, tasks: Tasks) -> Result<Objects, Finding> {
     match &run.job.framework {
@@ -194,7 +195,7 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let name = names::role_job(&run.name, role.kind.as_str());
     let placement = pod::Placement {
         role,
-        index: Index::Label(COMPLETION_INDEX_LABEL),
+        index: Index::Annotation(COMPLETION_INDEX),
         run: &run.name,
         // The Job controller names each pod `<job>-<index>`.
         hostname: None,
