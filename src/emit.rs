@@ -143,15 +143,95 @@ struct Kustomization<'a> {
     api_version: &'static str,
     kind: &'static str,
     resources: &'a [String],
+    #[serde(rename = "sortOptions", skip_serializing_if = "Option::is_none")]
+    sort_options: Option<SortOptions>,
 }
 
-fn kustomization(header: &str, resources: &[String]) -> Result<Vec<u8>, String> {
+/// The order `kubectl apply -k` applies objects in, written where a tree
+/// holds a kind that must exist before another refers to it
+/// ([`APPLIED_FIRST`]): kustomize's own (`legacy`: namespaces, definitions,
+/// configuration and storage, then workloads, then the kinds it does not
+/// know, webhooks last), with those kinds among the first. Left out, the
+/// kinds kustomize does not know come in the order of their names,
+/// `TrainJob` before `TrainingRuntime`, and Trainer refuses a TrainJob whose
+/// runtime does not exist yet. Only the top kustomization's order counts:
+/// the root's and the job's both say it, so a job's directory applies
+/// alone too.
+#[derive(Serialize)]
+struct SortOptions {
+    order: &'static str,
+    #[serde(rename = "legacySortOptions")]
+    legacy_sort_options: LegacySortOptions,
+}
+
+#[derive(Serialize)]
+struct LegacySortOptions {
+    #[serde(rename = "orderFirst")]
+    order_first: &'static [&'static str],
+    #[serde(rename = "orderLast")]
+    order_last: &'static [&'static str],
+}
+
+/// kustomize's `legacy` order (its `orderFirst` and `orderLast` lists),
+/// with `TrainingRuntime` added after the kinds it lists first.
+const SORT_OPTIONS: SortOptions = SortOptions {
+    order: "legacy",
+    legacy_sort_options: LegacySortOptions {
+        order_first: &[
+            "Namespace",
+            "ResourceQuota",
+            "StorageClass",
+            "CustomResourceDefinition",
+            "ServiceAccount",
+            "PodSecurityPolicy",
+            "Role",
+            "ClusterRole",
+            "RoleBinding",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "Secret",
+            "Endpoints",
+            "Service",
+            "LimitRange",
+            "PriorityClass",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "Deployment",
+            "StatefulSet",
+            "CronJob",
+            "PodDisruptionBudget",
+            "TrainingRuntime",
+        ],
+        order_last: &[
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        ],
+    },
+};
+
+/// The kinds trainc writes that another of its objects refers to when it
+/// is created, and that must therefore be applied first.
+const APPLIED_FIRST: [&str; 1] = ["TrainingRuntime"];
+
+/// Whether the file `path` names (trainc names a file after its object's
+/// kind, [`crate::compile::Manifest::file_name`]) holds a kind of
+/// [`APPLIED_FIRST`].
+pub fn applied_first(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    APPLIED_FIRST.iter().any(|kind| {
+        name.strip_prefix(kind.to_ascii_lowercase().as_str())
+            .is_some_and(|rest| rest.starts_with('-'))
+    })
+}
+
+fn kustomization(header: &str, resources: &[String], ordered: bool) -> Result<Vec<u8>, String> {
     to_yaml(
         header,
         &Kustomization {
             api_version: "kustomize.config.k8s.io/v1beta1",
             kind: "Kustomization",
             resources,
+            sort_options: ordered.then_some(SORT_OPTIONS),
         },
     )
 }
@@ -192,7 +272,8 @@ pub fn emit_job(job: &CompiledJob) -> Result<Option<Files>, String> {
     // order whether or not its tasks were families.
     files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
-    let kustomization = kustomization(&head, &names)?;
+    let ordered = names.iter().any(|n| applied_first(n));
+    let kustomization = kustomization(&head, &names, ordered)?;
     let dir = job_dir(&job.namespace, &job.name);
     let mut files: Vec<_> = files
         .into_iter()
@@ -231,10 +312,18 @@ fn family_files(head: &str, family: &Family) -> Result<Option<Files>, String> {
 
 /// Assembles the whole tree from the jobs' files and adds the root
 /// kustomization: the job directories, then the project's `extra`
-/// resources (relative to the output directory), each sorted. The tree is
-/// a sorted map, so the bytes do not depend on the order jobs arrive in.
-pub fn assemble(jobs: Vec<Files>, dirs: &[String], extra: &[String]) -> Result<Tree, String> {
+/// resources (relative to the output directory), each sorted, in the
+/// order of [`SortOptions`] when `ordered` (a file the jobs' files do not
+/// hold, elsewhere, is [`applied_first`]). The tree is a sorted map, so the
+/// bytes do not depend on the order jobs arrive in.
+pub fn assemble(
+    jobs: Vec<Files>,
+    dirs: &[String],
+    extra: &[String],
+    ordered: bool,
+) -> Result<Tree, String> {
     let mut tree: Tree = jobs.into_iter().flatten().collect();
+    let ordered = ordered || tree.keys().any(|rel| applied_first(rel));
     let mut dirs = dirs.to_vec();
     dirs.sort();
     dirs.dedup();
@@ -244,7 +333,7 @@ pub fn assemble(jobs: Vec<Files>, dirs: &[String], extra: &[String]) -> Result<T
     dirs.extend(extra);
     tree.insert(
         KUSTOMIZATION.to_owned(),
-        kustomization(&header(None), &dirs)?,
+        kustomization(&header(None), &dirs, ordered)?,
     );
     Ok(tree)
 }

@@ -100,20 +100,21 @@ pub fn init(
     force: bool,
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
     use crate::compile::target::{BACKENDS, backend};
-    if let Some(runs) = backend(starter.target)
-        .framework
-        .filter(|f| *f != starter.framework)
-    {
+    let target = backend(starter.target);
+    if let Some(runs) = target.framework.filter(|f| *f != starter.framework) {
         let other = BACKENDS
             .iter()
             .find(|b| b.framework == Some(starter.framework))
             .map_or("", |b| b.target.as_str());
         return Err(vec![
             Diagnostic::new(format!(
-                "--target {}: that target runs {} jobs, and the starter is a {} job",
+                "--target {}: that target runs {} jobs, and the starter is a {} job{}",
                 starter.target.as_str(),
                 runs.display(),
-                starter.framework.display()
+                starter.framework.display(),
+                target
+                    .why_one_framework
+                    .map_or(String::new(), |why| format!(": {why}"))
             ))
             .hint(format!(
                 "pass `--framework {}` for a {} starter, or `--target {other}`, `jobset` or `kubernetes`",

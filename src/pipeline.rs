@@ -1137,7 +1137,8 @@ fn render_into(
         .iter()
         .map(|j| emit::job_dir(&j.namespace, &j.name))
         .collect();
-    let tree = emit::assemble(files, &dirs, extra).map_err(internal)?;
+    let ordered = taken.keys().any(|rel: &String| emit::applied_first(rel));
+    let tree = emit::assemble(files, &dirs, extra, ordered).map_err(internal)?;
     Ok((tree, taken))
 }
 

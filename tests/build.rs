@@ -344,6 +344,7 @@ fn init_sets_the_project_target() {
         ("pytorch", "kubernetes", "job-digits-worker.yaml"),
         ("pytorch", "jobset", "jobset-digits.yaml"),
         ("pytorch", "pytorchjob", "pytorchjob-digits.yaml"),
+        ("pytorch", "trainjob", "trainjob-digits.yaml"),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let o = run(
@@ -378,7 +379,9 @@ fn init_sets_the_project_target() {
     let o = run(dir.path(), &["init", "--target", "mpijob"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("unknown target `mpijob`: use kubernetes, jobset, tfjob or pytorchjob"),
+        stderr(&o).contains(
+            "unknown target `mpijob`: use kubernetes, jobset, tfjob, pytorchjob or trainjob"
+        ),
         "{}",
         stderr(&o)
     );
@@ -403,6 +406,12 @@ fn init_sets_the_project_target() {
             "error: --target tfjob: that target runs TensorFlow jobs, and the starter is a PyTorch job\n \
              |\n \
              = help: pass `--framework tensorflow` for a TensorFlow starter, or `--target pytorchjob`, `jobset` or `kubernetes`\n",
+        ),
+        (
+            &["init", "--target", "trainjob"][..],
+            "error: --target trainjob: that target runs PyTorch jobs, and the starter is a TensorFlow job: Kubeflow Trainer v2 ships no TensorFlow runtime\n \
+             |\n \
+             = help: pass `--framework pytorch` for a PyTorch starter, or `--target tfjob`, `jobset` or `kubernetes`\n",
         ),
     ] {
         let o = run(dir.path(), args);

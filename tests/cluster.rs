@@ -129,7 +129,7 @@ impl Cluster {
             "get",
             "-n",
             ns,
-            "jobsets,tfjobs,pytorchjobs,jobs,pods,pvc,pv",
+            "trainjobs,jobsets,tfjobs,pytorchjobs,jobs,pods,pvc,pv",
             "-o",
             "wide",
         ]);
@@ -153,11 +153,17 @@ impl Cluster {
             deploy.to_str().expect("UTF-8"),
         ]);
         assert!(o.status.success(), "apply: {}", stderr(&o));
-        assert!(
-            !stderr(&o).contains("Warning"),
-            "apply warned:\n{}",
-            stderr(&o)
-        );
+        // kubectl always asks kustomize for its `legacy` order, and says
+        // so where a kustomization orders its kinds itself (trainc's do
+        // where a TrainingRuntime must come before its TrainJob): not a
+        // warning about an object.
+        let err = stderr(&o);
+        let warned: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("Warning"))
+            .filter(|l| !l.contains("Sorting order is set both in 'kustomization.yaml'"))
+            .collect();
+        assert!(warned.is_empty(), "apply warned:\n{err}");
     }
 
     /// Pods a controller tried to create and the API server refused,
@@ -451,6 +457,7 @@ fn pytorch_runs_end_when_every_node_has() {
         ("kubernetes", "jobs", "Complete"),
         ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
         ("pytorchjob", "pytorchjobs.kubeflow.org", "Succeeded"),
+        ("trainjob", "trainjobs.trainer.kubeflow.org", "Complete"),
     ] {
         let ns = c.restricted_namespace(&format!("pt-{target}"));
         c.provision(&ns, "digits-data");
@@ -560,20 +567,28 @@ fn the_cluster_spec_names_resolve_to_the_run_s_pods() {
 /// previous one's pods are gone (`BlockingRecreate`); then the run fails,
 /// and the health checks say Degraded (Argo CD) and Failed (Flux). For
 /// TensorFlow and PyTorch alike.
+///
+/// On `trainjob` the same JobSet, made by Kubeflow Trainer from the run's
+/// own TrainingRuntime, restarts the run as a whole; the TrainJob then
+/// fails, and the health checks say so of it.
 #[test]
 fn a_failed_worker_restarts_the_jobset_run_then_fails_it() {
     let Some(c) = cluster() else { return };
-    for example in ["mnist", "pytorch"] {
-        a_failed_worker_restarts_the_jobset_run(&c, example);
+    for (example, target) in [
+        ("mnist", "jobset"),
+        ("pytorch", "jobset"),
+        ("pytorch", "trainjob"),
+    ] {
+        a_failed_worker_restarts_the_jobset_run(&c, example, target);
     }
 }
 
-fn a_failed_worker_restarts_the_jobset_run(c: &Cluster, example: &str) {
-    let ns = &c.restricted_namespace(&format!("fail-jobset-{example}"));
+fn a_failed_worker_restarts_the_jobset_run(c: &Cluster, example: &str, target: &str) {
+    let ns = &c.restricted_namespace(&format!("fail-{target}-{example}"));
     if example == "pytorch" {
         c.provision(ns, "digits-data");
     }
-    let dir = built(example, "jobset", ns);
+    let dir = built(example, target, ns);
     let deploy = dir.path().join("deploy");
     // The chief works on while a worker fails: the run cannot succeed.
     outcome(&deploy, "chief", "running");
@@ -620,11 +635,22 @@ fn a_failed_worker_restarts_the_jobset_run(c: &Cluster, example: &str) {
         "maxRestarts is the example's backoffLimit: {failed}"
     );
     assert!(attempts.len() >= 2, "attempts seen: {attempts:?}");
+    let failed = if target == "trainjob" {
+        let resource = "trainjobs.trainer.kubeflow.org";
+        c.wait(
+            &format!("TrainJob {ns}/{name} to fail"),
+            || c.condition(ns, resource, &name, "Failed"),
+            || c.state(ns),
+        )
+    } else {
+        failed
+    };
     assert_eq!(
         health_of(&failed),
         ("Degraded".to_owned(), "Failed".to_owned()),
         "{failed}"
     );
+    c.assert_admitted(ns);
 }
 
 /// A failed TensorFlow task restarts in place and alone, as docs/output.md
@@ -810,7 +836,7 @@ fn resolves(c: &Cluster, ns: &str, host: &str) -> bool {
 #[test]
 fn node_zero_s_address_resolves_on_every_target() {
     let Some(c) = cluster() else { return };
-    for target in ["kubernetes", "jobset", "pytorchjob"] {
+    for target in ["kubernetes", "jobset", "pytorchjob", "trainjob"] {
         let ns = c.restricted_namespace(&format!("rdzv-{target}"));
         c.provision(&ns, "digits-data");
         let dir = built("pytorch", target, &ns);
@@ -839,8 +865,16 @@ fn node_zero_s_address_resolves_on_every_target() {
                     }))
                     .filter_map(|a| a.as_str().map(str::to_owned))
                     .collect();
+                // On `trainjob`, Trainer's torch plugin passes it in
+                // `PET_MASTER_ADDR` (`<pod>.<service>`, in the namespace).
+                let pet = pods["items"].as_array()?.iter().find_map(|p| {
+                    let env = p["spec"]["containers"][0]["env"].as_array()?;
+                    let addr = env.iter().find(|e| e["name"] == "PET_MASTER_ADDR")?;
+                    Some(format!("{}.{ns}.svc", addr["value"].as_str()?))
+                });
                 args.iter()
                     .find_map(|a| a.strip_prefix("--master-addr=").map(str::to_owned))
+                    .or(pet)
             },
             || c.state(&ns),
         );
@@ -863,7 +897,7 @@ fn node_zero_s_address_resolves_on_every_target() {
 #[test]
 fn each_node_s_rank_is_on_its_pod() {
     let Some(c) = cluster() else { return };
-    for target in ["kubernetes", "jobset", "pytorchjob"] {
+    for target in ["kubernetes", "jobset", "pytorchjob", "trainjob"] {
         let ns = c.restricted_namespace(&format!("rank-{target}"));
         c.provision(&ns, "digits-data");
         let dir = built("pytorch", target, &ns);
@@ -888,6 +922,15 @@ fn each_node_s_rank_is_on_its_pod() {
                         target == "pytorchjob" || field == "annotations",
                         "{target}: the rank is read from {path}"
                     );
+                    if target == "trainjob" {
+                        // The torch plugin's `PET_NODE_RANK`, which
+                        // `torchrun` takes as its node rank, reads the same.
+                        let pet = env.iter().find(|e| e["name"] == "PET_NODE_RANK")?;
+                        assert_eq!(
+                            pet["valueFrom"]["fieldRef"]["fieldPath"], path,
+                            "{target}: PET_NODE_RANK and TRAINC_TASK_INDEX"
+                        );
+                    }
                     let value = pod["metadata"][field][key].as_str().unwrap_or_else(|| {
                         panic!("{target}: a pod has no {path}: {}", pod["metadata"])
                     });

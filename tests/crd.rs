@@ -84,6 +84,7 @@ fn every_generated_custom_resource_matches_its_crd() {
         check_build(&label, &deploy, &mut counts);
         // The build produced the target's own kind.
         let expected = match variant {
+            Variant::Project("trainc.trainjob.yaml") => "TrainJob",
             Variant::Project(_) => "JobSet",
             Variant::Target("jobset")
             | Variant::ProjectFor(_, "jobset")
@@ -94,6 +95,9 @@ fn every_generated_custom_resource_matches_its_crd() {
             Variant::Target("pytorchjob")
             | Variant::ProjectFor(_, "pytorchjob")
             | Variant::Output(_, "pytorchjob") => "PyTorchJob",
+            Variant::Target("trainjob")
+            | Variant::ProjectFor(_, "trainjob")
+            | Variant::Output(_, "trainjob") => "TrainJob",
             Variant::Target(other) | Variant::ProjectFor(_, other) | Variant::Output(_, other) => {
                 panic!("no custom kind for target {other}")
             }
@@ -110,6 +114,9 @@ fn every_generated_custom_resource_matches_its_crd() {
         counts.get("PyTorchJob").is_some_and(|&n| n > 0),
         "{counts:?}"
     );
+    for kind in ["TrainJob", "TrainingRuntime"] {
+        assert!(counts.get(kind).is_some_and(|&n| n > 0), "{counts:?}");
+    }
     assert!(
         counts.get("CEL rules evaluated").is_some_and(|&n| n > 0),
         "{counts:?}"
@@ -129,6 +136,8 @@ fn every_crd_converts() {
         "jobset.x-k8s.io/v1alpha2 JobSet",
         "kubeflow.org/v1 TFJob",
         "kubeflow.org/v1 PyTorchJob",
+        "trainer.kubeflow.org/v1alpha1 TrainJob",
+        "trainer.kubeflow.org/v1alpha1 TrainingRuntime",
     ] {
         assert!(
             served.iter().any(|s| s.ends_with(want)),

@@ -185,3 +185,17 @@ fn pytorchjob() {
     );
     insta::assert_snapshot!(heads(dir.path(), &["--project", "trainc.pytorchjob.yaml"]));
 }
+
+/// A TrainJob: `numNodes` pods of `resourcesPerNode`; its runtime, renamed
+/// with it, counts nothing.
+#[test]
+fn trainjob() {
+    let (dir, _) = build_variant("pytorch", Variant::Project("trainc.trainjob.yaml"));
+    edit(
+        dir.path(),
+        "jobs/digits.yaml",
+        NODES,
+        "worker: {replicas: 3, resources: {cpu: \"2\", memory: 6Gi, gpu: 4}}",
+    );
+    insta::assert_snapshot!(heads(dir.path(), &["--project", "trainc.trainjob.yaml"]));
+}

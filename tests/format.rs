@@ -84,6 +84,17 @@ const PYTORCH_HISTORY: &[(&str, u32, &str)] = &[
     ("jobset", 4, "29ff313ad04fb567"),
 ];
 
+/// The same for the `trainjob` target, whose run the PyTorch definition
+/// cannot make (it sets a port and a TTL, which Trainer v2 cannot honour).
+/// Append, never edit.
+const TRAINJOB_HISTORY: &[(&str, u32, &str)] = &[
+    // Kubeflow Trainer v2 arrives (issue 37).
+    ("trainjob", 1, "5284857c3443e2a6"),
+];
+
+/// The same for the `trainjob` target. Append, never edit.
+const TRAINJOB_OBJECTS: &[(&str, u32, &str)] = &[("trainjob", 1, "7d20095ec39eaf6d")];
+
 /// Never edit: every field trainc can put into a run's objects.
 const DEFINITION: &str = r#"apiVersion: trainc.dev/v1alpha1
 kind: TrainingJob
@@ -159,6 +170,44 @@ spec:
     activeDeadlineSeconds: 3600
     restartPolicy: Never
     ttlSecondsAfterFinished: 60
+    schedulerName: s
+    priorityClassName: p
+    queue: q
+"#;
+
+/// Never edit: every field trainc can put into a `trainjob` run's objects.
+const TRAINJOB_DEFINITION: &str = r#"apiVersion: trainc.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: fixed
+  namespace: format
+  labels: {team: t}
+  annotations: {note: n}
+spec:
+  framework: pytorch
+  image: registry.example.com/fixed:1
+  imagePullPolicy: IfNotPresent
+  command: [python, /app/train.py]
+  args: [--a=1]
+  env: {A: "1"}
+  hyperparameters: {lr: 0.1}
+  hyperparametersAs: [flags, env]
+  torchrun: {nprocPerNode: 2}
+  shmSize: 1Gi
+  serviceAccountName: trainer
+  roles:
+    worker:
+      replicas: 3
+      resources: {cpu: "2", memory: 2Gi, gpu: 2}
+      nodeSelector: {pool: gpu}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  storage:
+    - {name: data, mountPath: /data, size: 1Gi, nfs: {server: nas, path: /d}}
+    - {name: ckpt, mountPath: /ckpt, existingClaim: ckpt}
+  runPolicy:
+    backoffLimit: 2
+    activeDeadlineSeconds: 3600
+    restartPolicy: Never
     schedulerName: s
     priorityClassName: p
     queue: q
@@ -240,12 +289,12 @@ fn each_rendering_of_a_run_has_its_own_format_version() {
     let mut new = Vec::new();
     let runs = Target::ALL
         .into_iter()
-        .filter(|t| *t != Target::Pytorchjob)
+        .filter(|t| !matches!(t, Target::Pytorchjob | Target::Trainjob))
         .map(|t| (t, DEFINITION, (HISTORY, "HISTORY"), (OBJECTS, "OBJECTS")))
         .chain(
             Target::ALL
                 .into_iter()
-                .filter(|t| *t != Target::Tfjob)
+                .filter(|t| !matches!(t, Target::Tfjob | Target::Trainjob))
                 .map(|t| {
                     (
                         t,
@@ -254,7 +303,13 @@ fn each_rendering_of_a_run_has_its_own_format_version() {
                         (PYTORCH_OBJECTS, "PYTORCH_OBJECTS"),
                     )
                 }),
-        );
+        )
+        .chain([(
+            Target::Trainjob,
+            TRAINJOB_DEFINITION,
+            (TRAINJOB_HISTORY, "TRAINJOB_HISTORY"),
+            (TRAINJOB_OBJECTS, "TRAINJOB_OBJECTS"),
+        )]);
     for (target, definition, (history, history_name), (objects_history, objects_name)) in runs {
         let name = target.as_str();
         let format = trainc::compile::format(target);

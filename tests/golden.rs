@@ -196,6 +196,16 @@ fn pytorch_pytorchjob() {
     insta::assert_snapshot!(render(&common::read_tree(&deploy)));
 }
 
+/// TrainJob (Kubeflow Trainer v2): the program in the TrainJob's
+/// `trainer`, every pod setting and the whole-run restart in the run's own
+/// TrainingRuntime; `torchrun` reads the launch from the torch plugin.
+#[test]
+fn pytorch_trainjob() {
+    let (_dir, deploy) =
+        common::build_variant("pytorch", common::Variant::Project("trainc.trainjob.yaml"));
+    insta::assert_snapshot!(render(&common::read_tree(&deploy)));
+}
+
 /// GPU nodes: a process per GPU, a module as the program, hyperparameters
 /// as flags and variables, spread over nodes.
 #[test]

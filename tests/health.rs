@@ -5,8 +5,8 @@
 //! kustomize-controller's order. tests/cluster.rs runs the same
 //! interpreters on objects a live API server returns.
 //!
-//! Each file in tests/fixtures/health/ is a whole JobSet, PyTorchJob or
-//! TFJob as the API server returns it, with the expected results in its
+//! Each file in tests/fixtures/health/ is a whole JobSet, PyTorchJob,
+//! TFJob or TrainJob as the API server returns it, with the expected results in its
 //! annotations:
 //! `test.trainc.dev/argocd` (and `-message`) and `test.trainc.dev/flux`.
 
@@ -27,13 +27,14 @@ use serde_json::{Value, json};
 
 const FIXTURES: &str = "tests/fixtures/health";
 
-/// The custom kinds trainc's `jobset`, `pytorchjob` and `tfjob` targets
-/// write, as (apiVersion, kind): the order of Flux's entries, and of Argo
-/// CD's keys once sorted.
-const KINDS: [(&str, &str); 3] = [
+/// The custom kinds trainc's `jobset`, `pytorchjob`, `tfjob` and
+/// `trainjob` targets write, as (apiVersion, kind): the order of Flux's
+/// entries, and of Argo CD's keys once sorted.
+const KINDS: [(&str, &str); 4] = [
     ("jobset.x-k8s.io/v1alpha2", "JobSet"),
     ("kubeflow.org/v1", "PyTorchJob"),
     ("kubeflow.org/v1", "TFJob"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
 ];
 
 /// The states every kind has a fixture for (the file is `<kind>-<state>.yaml`).
@@ -382,6 +383,7 @@ fn trainc_output_gets_a_health_from_both_tools() {
         ("mnist", common::Variant::Project("trainc.jobset.yaml")),
         ("pytorch", common::Variant::Target("pytorchjob")),
         ("mnist", common::Variant::Target("tfjob")),
+        ("pytorch", common::Variant::Project("trainc.trainjob.yaml")),
     ];
     for ((example, variant), (api_version, kind)) in builds.into_iter().zip(KINDS) {
         let (_dir, deploy) = common::build_variant(example, variant);

@@ -501,7 +501,8 @@ fn wants(
         } else {
             extra_of(project, set, &namespaces)?
         };
-        let root = emit::assemble(Vec::new(), &dirs, &extra)?;
+        let ordered = want.iter().any(|(rel, _)| emit::applied_first(rel));
+        let root = emit::assemble(Vec::new(), &dirs, &extra, ordered)?;
         extras.push(extra);
         for (rel, bytes) in root {
             total += bytes.len() as u64;

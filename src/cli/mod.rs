@@ -195,7 +195,8 @@ pub enum Command {
         namespace: String,
         /// The project's default target: `kubernetes` (plain Jobs), `jobset`
         /// (the JobSet controller), `tfjob` (the Kubeflow Training Operator,
-        /// TensorFlow starter only) or `pytorchjob` (the same, PyTorch only).
+        /// TensorFlow starter only), `pytorchjob` (the same, PyTorch only) or
+        /// `trainjob` (Kubeflow Trainer v2, PyTorch only).
         #[arg(long, default_value = "kubernetes", value_parser = parse_target)]
         target: Target,
         /// The starter's framework: `tensorflow` (parameter-server training

@@ -87,6 +87,9 @@ mod tests {
         let long = long();
         assert_eq!(long.lines().next(), Some(short()));
         assert!(long.contains("\nkubernetes: 1.33\n"), "{long}");
-        assert!(long.ends_with("\nPyTorchJob: kubeflow.org/v1"), "{long}");
+        assert!(
+            long.ends_with("\nTrainJob: trainer.kubeflow.org/v1alpha1"),
+            "{long}"
+        );
     }
 }

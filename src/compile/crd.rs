@@ -196,13 +196,13 @@ impl CustomResource for PyTorchJob {
 /// The pods of a Kubeflow operator's replica specs (a TFJob's
 /// `tfReplicaSpecs`, a PyTorchJob's `pytorchReplicaSpecs`), as a file holds
 /// them: each spec's `replicas` (1 when unset), with its pod template.
-pub fn replica_pods(specs: &serde_json::Value) -> Vec<(u64, &serde_json::Value)> {
+pub fn replica_pods(specs: &serde_json::Value) -> Vec<(u64, super::PodRequests<'_>)> {
     let specs = specs.as_object().into_iter().flat_map(|m| m.values());
     specs
         .map(|rs| {
             (
                 rs["replicas"].as_u64().unwrap_or(1),
-                &rs["template"]["spec"],
+                super::PodRequests::Spec(&rs["template"]["spec"]),
             )
         })
         .collect()

@@ -206,9 +206,19 @@ impl Named {
 /// with their replicas.
 pub type NamesOf = fn(Framework, &str, &[(RoleKind, u32)]) -> Vec<Named>;
 
-/// The pod templates of an object, as a file holds it, each with how many
-/// pods it runs at once.
-pub type PodsOf = fn(&serde_json::Value) -> Vec<(u64, &serde_json::Value)>;
+/// The pods of a run object, as a file holds it: how many it runs at once,
+/// each with what one of them requests.
+pub type PodsOf = fn(&serde_json::Value) -> Vec<(u64, PodRequests<'_>)>;
+
+/// Where a run object says what one of its pods requests.
+#[derive(Debug, Clone, Copy)]
+pub enum PodRequests<'a> {
+    /// A pod spec: its containers' and init containers' resources.
+    Spec(&'a serde_json::Value),
+    /// One container's `resources`, where the object holds no pod spec (a
+    /// TrainJob's `trainer.resourcesPerNode`).
+    Resources(&'a serde_json::Value),
+}
 
 /// The run's own objects, as its target writes them, every task's object
 /// compiled.

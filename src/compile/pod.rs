@@ -19,7 +19,7 @@ use crate::compile::index::{INDEX_VAR, Index};
 use crate::compile::tensorflow::{self, ClusterSpec};
 use crate::compile::{meta, patch, pytorch, security, storage};
 use crate::model::Job;
-use crate::model::definition::Framework;
+use crate::model::definition::{Framework, Target};
 use crate::model::job::{EnvSource, EnvValue, Role, hyperparameter_env_name};
 
 /// The container port's name, unless the target's operator wants another.
@@ -28,9 +28,13 @@ pub const CLUSTER_SPEC_VOLUME: &str = "trainc-cluster-spec";
 const SHM_VOLUME: &str = "trainc-shm";
 
 /// The program's container: named after the framework, which is the name
-/// the Kubeflow operators look for.
+/// the Kubeflow v1 operators look for; on `trainjob`, `node`, the one
+/// Kubeflow Trainer sets the trainer's image, command and variables on.
 pub fn container(job: &Job) -> &'static str {
-    job.framework.kind().as_str()
+    match job.target {
+        Target::Trainjob => crate::compile::target::trainjob::CONTAINER,
+        _ => job.framework.kind().as_str(),
+    }
 }
 
 /// The container port's name on the targets without an operator.

@@ -30,6 +30,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::compile::PodRequests;
 use crate::quantity;
 
 /// What a run requests while every task runs.
@@ -105,8 +106,14 @@ pub fn of_run_object(doc: &Value) -> Requests {
     let mut out = Requests::default();
     let backends = crate::compile::target::BACKENDS.iter();
     if let Some(b) = backends.into_iter().find(|b| b.pods_kind() == kind) {
-        for (pods, spec) in (b.pods)(doc) {
-            out.add(&pod(spec).times(pods));
+        for (pods, requests) in (b.pods)(doc) {
+            let one = match requests {
+                PodRequests::Spec(spec) => pod(spec),
+                PodRequests::Resources(resources) => {
+                    pod(&serde_json::json!({"containers": [{"resources": resources}]}))
+                }
+            };
+            out.add(&one.times(pods));
         }
     }
     out
@@ -425,6 +432,20 @@ mod tests {
         }}});
         let r = of_run_object(&pytorchjob);
         assert_eq!((r.tasks, r.gpus, r.memory_bytes), (4, 32, 8 << 30));
+        // A TrainJob: `numNodes` pods of `resourcesPerNode`, a request
+        // defaulting from its limit as in a pod.
+        let trainjob = json!({"kind": "TrainJob", "spec": {"trainer": {
+            "numNodes": 3,
+            "resourcesPerNode": {"limits": {"cpu": "4", "nvidia.com/gpu": "2"}, "requests": {"memory": "1Gi"}},
+        }}});
+        let r = of_run_object(&trainjob);
+        assert_eq!(
+            (r.tasks, r.gpus, r.cpu_millicores, r.memory_bytes),
+            (3, 6, 12_000, 3 << 30)
+        );
+        // Its runtime holds the pods' template, not what they request.
+        let runtime = json!({"kind": "TrainingRuntime", "spec": {}});
+        assert_eq!(of_run_object(&runtime), Requests::default());
         // Anything else costs nothing here.
         let deployment =
             json!({"kind": "Deployment", "spec": {"replicas": 1, "template": with_pod("1", 0)}});

@@ -58,20 +58,23 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
 fn target_framework(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     let target = target_of(def, defaults);
     let framework = def.framework();
-    let runs = compile::target::backend(target).framework;
-    let Some(runs) = runs.filter(|f| *f != framework) else {
+    let backend = compile::target::backend(target);
+    let Some(runs) = backend.framework.filter(|f| *f != framework) else {
         return;
     };
     let other = compile::target::BACKENDS
         .iter()
         .find(|b| b.framework == Some(framework))
         .map_or("", |b| b.target.as_str());
-    let message = format!(
+    let mut message = format!(
         "the `{}` target runs {} jobs, and this is a {} job",
         target.as_str(),
         runs.display(),
         framework.display()
     );
+    if let Some(why) = backend.why_one_framework {
+        message.push_str(&format!(": {why}"));
+    }
     let hint = format!("use `target: {other}`, `jobset` or `kubernetes`");
     if def.spec.target.is_some() {
         cx.error("/spec/target", message, hint);

@@ -276,6 +276,14 @@ install_upstream() {
 	k kustomize "$2" 2>/dev/null | k create --dry-run=client -o json -f - |
 		python3 "$here/adapt-install.py" "${@:3}" >"$run/$1/install.json"
 	k apply --server-side -f "$run/$1/install.json" >/dev/null
+	# A controller that starts before the API server serves its kinds
+	# fails to map them (Trainer exits: `no matches for kind "TrainJob"`).
+	local crds
+	crds=$(python3 -c 'import json, sys
+print(" ".join("crd/" + o["metadata"]["name"] for o in json.load(open(sys.argv[1]))["items"]
+               if o["kind"] == "CustomResourceDefinition"))' "$run/$1/install.json")
+	# shellcheck disable=SC2086
+	[[ -z $crds ]] || k wait --for=condition=Established --timeout=60s $crds >/dev/null
 }
 
 api_port() {

@@ -5,8 +5,8 @@
 # stops it when the calling script exits, and exports
 # TRAINC_CLUSTER_KUBECONFIG. Needs root: each controller runs in mount and
 # network namespaces of its own (tests/cluster/README.md).
-cluster_components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok jobset training-operator kueue)
-cluster_controllers=(jobset training-operator kueue)
+cluster_components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok jobset training-operator kueue trainer)
+cluster_controllers=(jobset training-operator kueue trainer)
 bash tests/cluster/build.sh "${cluster_components[@]}"
 # One a killed run left behind.
 bash tests/cluster/cluster.sh down >/dev/null 2>&1 || true

@@ -166,7 +166,7 @@ pub enum Variant {
 }
 
 /// The builds whose output holds custom resources (JobSets, TFJobs,
-/// PyTorchJobs); checked
+/// PyTorchJobs, TrainJobs and their TrainingRuntimes); checked
 /// by tests/crd.rs against the CRDs and by tests/external.rs with kubectl and
 /// kubernetes-validate.
 pub const CRD_BUILDS: &[(&str, Variant)] = &[
@@ -198,6 +198,7 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("pytorch", Variant::Target("pytorchjob")),
     ("pytorch-gpu", Variant::Target("jobset")),
     ("pytorch-gpu", Variant::Target("pytorchjob")),
+    ("pytorch", Variant::Project("trainc.trainjob.yaml")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).

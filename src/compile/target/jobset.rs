@@ -174,44 +174,51 @@ fn replicated_job(run: &Run, kind: RoleKind, replicas: i32, spec: JobSpec) -> Re
 /// `success` is.
 fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> Manifest {
     let job = run.job;
-    let rp = &job.run_policy;
     let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
-    if let Some(queue) = &rp.queue {
+    if let Some(queue) = &job.run_policy.queue {
         labels.insert(KUEUE_QUEUE_LABEL.to_owned(), queue.clone());
     }
     let jobset = JobSet {
         metadata: meta::run_object(job, &run.name, labels),
-        spec: JobSetSpec {
-            failure_policy: Some(FailurePolicy {
-                max_restarts: Some(rp.backoff_limit),
-                // With `Recreate`, old tasks still in DNS could reach the
-                // new attempt's servers.
-                restart_strategy: "BlockingRecreate",
-                rules: if rp.active_deadline_seconds.is_some() {
-                    // A deadline bounds the run: restarting would start the
-                    // clock again.
-                    vec![FailurePolicyRule {
-                        action: "FailJobSet",
-                        name: "deadline",
-                        on_job_failure_reasons: vec!["DeadlineExceeded"],
-                    }]
-                } else {
-                    Vec::new()
-                },
-            }),
-            network: Some(Network {
-                enable_dns_hostnames: true,
-                publish_not_ready_addresses: true,
-            }),
-            replicated_jobs,
-            success_policy: Some(SuccessPolicy {
-                operator: "All",
-                target_replicated_jobs: vec![success.as_str().to_owned()],
-            }),
-            ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
-        },
+        spec: spec(run, replicated_jobs, success.as_str()),
     };
     Manifest::new(jobset, &run.name, &job.name, true, &job.namespace)
+}
+
+/// A run's JobSet spec: restarted as a whole (`BlockingRecreate`, up to
+/// `backoffLimit` times), done when every Job of the replicated Job
+/// `success` is. Also the template of the `trainjob` target's runtime.
+pub(crate) fn spec(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: &str) -> JobSetSpec {
+    let rp = &run.job.run_policy;
+    JobSetSpec {
+        failure_policy: Some(FailurePolicy {
+            max_restarts: Some(rp.backoff_limit),
+            // With `Recreate`, old tasks still in DNS could reach the
+            // new attempt's servers.
+            restart_strategy: "BlockingRecreate",
+            rules: if rp.active_deadline_seconds.is_some() {
+                // A deadline bounds the run: restarting would start the
+                // clock again.
+                vec![FailurePolicyRule {
+                    action: "FailJobSet",
+                    name: "deadline",
+                    on_job_failure_reasons: vec!["DeadlineExceeded"],
+                }]
+            } else {
+                Vec::new()
+            },
+        }),
+        network: Some(Network {
+            enable_dns_hostnames: true,
+            publish_not_ready_addresses: true,
+        }),
+        replicated_jobs,
+        success_policy: Some(SuccessPolicy {
+            operator: "All",
+            target_replicated_jobs: vec![success.to_owned()],
+        }),
+        ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
+    }
 }
 
 /// What this target cannot express, located in the definition.
@@ -262,7 +269,7 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
 
 /// The pods a JobSet, as a file holds it, runs at once: each replicated
 /// Job's `replicas` (1 when unset) times the pods its Job runs at once.
-pub fn pods(jobset: &Value) -> Vec<(u64, &Value)> {
+pub fn pods(jobset: &Value) -> Vec<(u64, crate::compile::PodRequests<'_>)> {
     let replicated = jobset["spec"]["replicatedJobs"].as_array();
     replicated
         .into_iter()
@@ -272,7 +279,7 @@ pub fn pods(jobset: &Value) -> Vec<(u64, &Value)> {
             let replicas = rj["replicas"].as_u64().unwrap_or(1);
             (
                 replicas.saturating_mul(crate::compile::target::kubernetes::job_pods(job)),
-                &job["template"]["spec"],
+                crate::compile::PodRequests::Spec(&job["template"]["spec"]),
             )
         })
         .collect()

@@ -28,7 +28,7 @@ use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
 use crate::compile::tensorflow::ClusterSpec;
-use crate::compile::{Manifest, Named, Objects, Run, meta, pod};
+use crate::compile::{Manifest, Named, Objects, PodRequests, Run, meta, pod};
 use crate::model::definition::Framework as FrameworkKind;
 use crate::model::definition::RoleKind;
 use crate::model::job::{Framework, Role};
@@ -274,8 +274,9 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
 
 /// The pods a Job, as a file holds it, runs at once: its `parallelism` (1
 /// when unset), no more than its `completions`; with its pod template.
-pub fn pods(job: &Value) -> Vec<(u64, &Value)> {
-    vec![(job_pods(&job["spec"]), &job["spec"]["template"]["spec"])]
+pub fn pods(job: &Value) -> Vec<(u64, PodRequests<'_>)> {
+    let spec = &job["spec"]["template"]["spec"];
+    vec![(job_pods(&job["spec"]), PodRequests::Spec(spec))]
 }
 
 /// How many pods a Job spec runs at once.

@@ -8,6 +8,7 @@ pub mod jobset;
 pub mod kubernetes;
 pub mod pytorchjob;
 pub mod tfjob;
+pub mod trainjob;
 
 use super::crd;
 use super::patch::Finding;
@@ -39,6 +40,8 @@ pub struct Backend {
     pub format: u32,
     /// The one framework it runs; `None`: any.
     pub framework: Option<Framework>,
+    /// Why it runs no other, where its run object's kind does not say.
+    pub why_one_framework: Option<&'static str>,
     /// The one object a run is, when a run is one object (an operator's
     /// custom resource): how `diff` tells a run's target by its kind, and
     /// what `trainc version` lists.
@@ -99,6 +102,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         target: Target::Kubernetes,
         format: kubernetes::FORMAT,
         framework: None,
+        why_one_framework: None,
         run_object: None,
         compile: kubernetes::compile,
         check: |_, _| {},
@@ -112,6 +116,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         target: Target::Jobset,
         format: jobset::FORMAT,
         framework: None,
+        why_one_framework: None,
         run_object: Some(RunObject::of::<jobset::JobSet>()),
         compile: |run, _| jobset::compile(run).map(Objects::from),
         check: jobset::check,
@@ -125,6 +130,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         target: Target::Tfjob,
         format: tfjob::FORMAT,
         framework: Some(Framework::Tensorflow),
+        why_one_framework: None,
         run_object: Some(RunObject::of::<crd::TfJob>()),
         compile: |run, _| tfjob::compile(run).map(Objects::from),
         check: tfjob::check,
@@ -138,6 +144,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         target: Target::Pytorchjob,
         format: pytorchjob::FORMAT,
         framework: Some(Framework::Pytorch),
+        why_one_framework: None,
         run_object: Some(RunObject::of::<crd::PyTorchJob>()),
         compile: |run, _| pytorchjob::compile(run).map(Objects::from),
         check: |_, _| {},
@@ -145,6 +152,20 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         pods: pytorchjob::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
+        writes_tf_config: false,
+    },
+    Backend {
+        target: Target::Trainjob,
+        format: trainjob::FORMAT,
+        framework: Some(Framework::Pytorch),
+        why_one_framework: Some("Kubeflow Trainer v2 ships no TensorFlow runtime"),
+        run_object: Some(RunObject::of::<trainjob::TrainJob>()),
+        compile: |run, _| trainjob::compile(run).map(Objects::from),
+        check: trainjob::check,
+        generated: |_, run, roles| trainjob::generated(run, roles),
+        pods: trainjob::pods,
+        task_restart: "Never",
+        restarts_whole_runs: true,
         writes_tf_config: false,
     },
 ];

@@ -135,6 +135,6 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
 
 /// The pods a PyTorchJob, as a file holds it, runs: each replica spec's
 /// `replicas` (1 when unset).
-pub fn pods(pytorchjob: &Value) -> Vec<(u64, &Value)> {
+pub fn pods(pytorchjob: &Value) -> Vec<(u64, crate::compile::PodRequests<'_>)> {
     crate::compile::crd::replica_pods(&pytorchjob["spec"]["pytorchReplicaSpecs"])
 }
