@@ -697,3 +697,98 @@ fn pod_settings_are_part_of_the_run_identity() {
         ))
     );
 }
+
+/// Every variable or argument in `value` that mentions `$(TRAINC_TASK_INDEX)`
+/// is in a container (or a TrainJob's `trainer`) whose `env` defines
+/// `TRAINC_TASK_INDEX` before it: the kubelet expands `$(VAR)` only from
+/// variables defined earlier. Returns how many mentions it checked.
+fn index_expands(value: &serde_json::Value, at: &str) -> usize {
+    const REF: &str = "$(TRAINC_TASK_INDEX)";
+    let mut checked = 0;
+    match value {
+        serde_json::Value::Object(map) => {
+            let env = map.get("env").and_then(|e| e.as_array());
+            let defined_at =
+                env.and_then(|env| env.iter().position(|e| e["name"] == "TRAINC_TASK_INDEX"));
+            for (i, e) in env.into_iter().flatten().enumerate() {
+                if e["value"].as_str().is_some_and(|v| v.contains(REF)) {
+                    assert!(
+                        defined_at.is_some_and(|d| d < i),
+                        "{at}: {} uses it before it is defined",
+                        e["name"]
+                    );
+                    checked += 1;
+                }
+            }
+            for key in ["args", "command"] {
+                for a in map
+                    .get(key)
+                    .and_then(|a| a.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    if a.as_str().is_some_and(|a| a.contains(REF)) {
+                        assert!(defined_at.is_some(), "{at}: {key} {a} without it");
+                        checked += 1;
+                    }
+                }
+            }
+            for (k, v) in map {
+                checked += index_expands(v, &format!("{at}.{k}"));
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                checked += index_expands(v, &format!("{at}[{i}]"));
+            }
+        }
+        _ => {}
+    }
+    checked
+}
+
+/// `$(TRAINC_TASK_INDEX)` in a definition's variables and arguments expands
+/// on every target: every task defines the variable first (the index
+/// written out where a pod template is one task's, read from the pod
+/// elsewhere).
+#[test]
+fn the_task_index_expands_on_every_target() {
+    for (framework, roles, targets) in [
+        (
+            "tensorflow",
+            "chief: {replicas: 1}\n    ps: {replicas: 1}\n    worker: {replicas: 3}",
+            &["kubernetes", "jobset", "tfjob"][..],
+        ),
+        (
+            "pytorch",
+            "worker: {replicas: 2}",
+            &["kubernetes", "jobset", "pytorchjob", "trainjob"][..],
+        ),
+    ] {
+        for target in targets {
+            let dir = tempfile::tempdir().expect("tempdir");
+            fs::create_dir(dir.path().join("jobs")).expect("mkdir");
+            fs::write(
+                dir.path().join("jobs/shards.yaml"),
+                format!(
+                    "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {{name: shards}}\n\
+                     spec:\n  framework: {framework}\n  target: {target}\n\
+                     \x20 image: registry.example.com/shards:1\n  command: [python, /app/train.py]\n\
+                     \x20 args: [--part=$(TRAINC_TASK_INDEX)]\n\
+                     \x20 env: {{SHARD: \"s-$(TRAINC_TASK_INDEX)\"}}\n\
+                     \x20 roles:\n    {roles}\n"
+                ),
+            )
+            .expect("write");
+            let o = run(dir.path(), &["build"]);
+            assert!(o.status.success(), "{target}: {}", stderr(&o));
+            let mut checked = 0;
+            for (path, bytes) in read_tree(&dir.path().join("deploy")) {
+                let text = String::from_utf8(bytes).expect("UTF-8");
+                let doc: serde_json::Value = serde_saphyr::from_str(&text).expect("YAML");
+                checked += index_expands(&doc, &format!("{target} {path}"));
+            }
+            assert!(checked > 0, "{framework} on {target}: no mention found");
+        }
+    }
+}

@@ -41,6 +41,9 @@ const HISTORY: &[(&str, u32, &str)] = &[
     // annotation; the TensorFlow run renders as before, under a new name.
     ("kubernetes", 3, "7787c1ad0ac2e6b1"),
     ("jobset", 4, "31ff098ea7e21f6a"),
+    // Issue 37: `TRAINC_TASK_INDEX` in every task, so that a definition's
+    // `$(TRAINC_TASK_INDEX)` expands on `kubernetes` too.
+    ("kubernetes", 4, "ab4c626d1294e2ad"),
 ];
 
 /// `(target, format, objects)`: what the run objects of format version
@@ -55,6 +58,7 @@ const OBJECTS: &[(&str, u32, &str)] = &[
     ("tfjob", 3, "934dd290511cf1ac"),
     ("kubernetes", 3, "7a287e3fed8cb834"),
     ("jobset", 4, "431ff5a5f330b4ba"),
+    ("kubernetes", 4, "808a21ce172d1e42"),
 ];
 
 /// The same for the PyTorch run. Append, never edit.
@@ -66,6 +70,7 @@ const PYTORCH_OBJECTS: &[(&str, u32, &str)] = &[
     ("pytorchjob", 2, "a4bab33ed67c879f"),
     ("kubernetes", 3, "861b76d033870f83"),
     ("jobset", 4, "330e5f96c805fba2"),
+    ("kubernetes", 4, "9bdfaa86db48f577"),
 ];
 
 /// The same for a PyTorch run, by target: a second history, since the
@@ -82,6 +87,9 @@ const PYTORCH_HISTORY: &[(&str, u32, &str)] = &[
     // Issue 37: the rank read from the completion-index annotation.
     ("kubernetes", 3, "b89f8ef0036b185b"),
     ("jobset", 4, "29ff313ad04fb567"),
+    // Issue 37: the TensorFlow tasks' `TRAINC_TASK_INDEX`; the PyTorch run
+    // renders as before, under a new name.
+    ("kubernetes", 4, "25346ca7b3fc418d"),
 ];
 
 /// The same for the `trainjob` target, whose run the PyTorch definition

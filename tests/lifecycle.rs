@@ -252,7 +252,7 @@ fn diff_summarises_resources_and_fields_in_every_format() {
     );
     assert!(
         text.contains(
-            "    spec.template.spec.containers[0].env[1].value.cluster.worker[2]: added mnist-"
+            "    spec.template.spec.containers[0].env[2].value.cluster.worker[2]: added mnist-"
         ),
         "{text}"
     );

@@ -638,3 +638,45 @@ fn the_default_work_directory_is_new_and_private() {
         );
     }
 }
+
+/// `$(TRAINC_TASK_INDEX)` expands locally as on the cluster, where every
+/// task defines it first: in `args`, and in variables, each task its own.
+#[test]
+fn the_task_index_expands_in_arguments_and_variables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let task = dir.path().join("task.sh");
+    std::fs::write(&task, "#!/bin/sh\necho \"$1 $SHARD $TRAINC_TASK_INDEX\"\n").expect("write");
+    set_executable(&task);
+    std::fs::create_dir_all(dir.path().join("jobs")).expect("mkdir");
+    let t = task.display();
+    std::fs::write(
+        dir.path().join("jobs/shards.yaml"),
+        format!(
+            "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {{name: shards, namespace: ml}}\n\
+             spec:\n  image: example.com/none:1\n  command: [{t}]\n\
+             \x20 args: [--part=$(TRAINC_TASK_INDEX)]\n\
+             \x20 env: {{SHARD: \"s-$(TRAINC_TASK_INDEX)\"}}\n\
+             \x20 roles:\n\
+             \x20   chief: {{replicas: 1}}\n\
+             \x20   ps: {{replicas: 1}}\n\
+             \x20   worker: {{replicas: 2}}\n"
+        ),
+    )
+    .expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_trainc"))
+        .current_dir(dir.path())
+        .args(["run", "--local", "jobs/shards.yaml", "--workdir"])
+        .arg(dir.path().join("w"))
+        .output()
+        .expect("trainc runs");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    for line in [
+        "[chief-0] --part=0 s-0 0\n",
+        "[ps-0] --part=0 s-0 0\n",
+        "[worker-0] --part=0 s-0 0\n",
+        "[worker-1] --part=1 s-1 1\n",
+    ] {
+        assert!(out.contains(line), "{line:?} in:\n{out}");
+    }
+}

@@ -9,7 +9,8 @@ pub const INDEX_VAR: &str = "TRAINC_TASK_INDEX";
 /// Where a task's index comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Index {
-    /// One pod template per task: the index is written out.
+    /// One pod template per task: the index is written out, and
+    /// [`INDEX_VAR`] holds it too.
     Fixed(u32),
     /// One pod template for several tasks: the index is the value of this
     /// pod label, read into [`INDEX_VAR`] through the downward API and
@@ -21,9 +22,6 @@ pub enum Index {
     /// Indexed Job carries, while the label of that name needs the
     /// `PodIndexLabel` feature (on by default only from Kubernetes 1.28).
     Annotation(&'static str),
-    /// One pod template for several tasks, whose operator gives each its
-    /// index in this variable.
-    Env(&'static str),
 }
 
 impl Index {
@@ -32,7 +30,6 @@ impl Index {
         match self {
             Index::Fixed(i) => i.to_string(),
             Index::Label(_) | Index::Annotation(_) => format!("$({INDEX_VAR})"),
-            Index::Env(var) => format!("$({var})"),
         }
     }
 }

@@ -218,30 +218,12 @@ fn env_from(role: &Role) -> Option<Vec<EnvFromSource>> {
     })
 }
 
-/// The container's `env`: an index read from the pod first (Kubernetes expands
-/// `$(VAR)` only from variables defined earlier), then the variables read
-/// from elsewhere, then those with a value, each sorted by name, the
-/// scratch home's among them unless the definition sets its own.
+/// The container's `env`: the task's index first (Kubernetes expands `$(VAR)`
+/// only from variables defined earlier), then the variables read from
+/// elsewhere, then those with a value, each sorted by name, the scratch
+/// home's among them unless the definition sets its own.
 fn env(job: &Job, p: &Placement) -> Vec<EnvVar> {
-    let mut out = Vec::new();
-    let read = match p.index {
-        Index::Label(key) => Some(("labels", key)),
-        Index::Annotation(key) => Some(("annotations", key)),
-        Index::Fixed(_) | Index::Env(_) => None,
-    };
-    if let Some((field, key)) = read {
-        out.push(EnvVar {
-            name: INDEX_VAR.to_owned(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: format!("metadata.{field}['{key}']"),
-                    ..ObjectFieldSelector::default()
-                }),
-                ..EnvVarSource::default()
-            }),
-            ..EnvVar::default()
-        });
-    }
+    let mut out = vec![index_var(p.index)];
     let mut vars: BTreeMap<String, EnvValue> = security::scratch_env()
         .into_iter()
         .map(|(k, v)| (k, EnvValue::Literal(v)))
@@ -259,6 +241,29 @@ fn env(job: &Job, p: &Placement) -> Vec<EnvVar> {
             .map(|(name, value)| env_var(name, value)),
     );
     out
+}
+
+/// [`INDEX_VAR`], on every target, so that `$(TRAINC_TASK_INDEX)` expands in
+/// a definition's variables and arguments wherever it runs: written out
+/// where the pod template is one task's, else read from the pod.
+fn index_var(index: Index) -> EnvVar {
+    let read = |field: &str, key: &str| EnvVarSource {
+        field_ref: Some(ObjectFieldSelector {
+            field_path: format!("metadata.{field}['{key}']"),
+            ..ObjectFieldSelector::default()
+        }),
+        ..EnvVarSource::default()
+    };
+    let (value, value_from) = match index {
+        Index::Fixed(i) => (Some(i.to_string()), None),
+        Index::Label(key) => (None, Some(read("labels", key))),
+        Index::Annotation(key) => (None, Some(read("annotations", key))),
+    };
+    EnvVar {
+        name: INDEX_VAR.to_owned(),
+        value,
+        value_from,
+    }
 }
 
 fn resources(job: &Job, role: &Role) -> Option<ResourceRequirements> {
@@ -459,7 +464,7 @@ pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch:
     let rp = &job.run_policy;
     let index = match p.index {
         Index::Fixed(i) => Some(i),
-        Index::Label(_) | Index::Annotation(_) | Index::Env(_) => None,
+        Index::Label(_) | Index::Annotation(_) => None,
     };
     let mut labels = meta::labels(job, meta::task_selector(job, p.run, role.kind, index));
     // Validation keeps the role's keys clear of trainc's.

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::index::Index;
+use crate::compile::index::{INDEX_VAR, Index};
 use crate::compile::pod;
 use crate::compile::pytorch::{self, Launch, Rank};
 use crate::compile::tensorflow::{self, ClusterSpec};
@@ -278,13 +278,14 @@ fn tensorflow_tasks(
                     .map(|a| map_value(a, map)),
             );
             let env = tensorflow::env(job, role.kind, index, &cluster, true);
+            let env = local_env(job, role, i, env, map);
             out.push(Task {
                 name: format!("{}-{i}", role.kind.as_str()),
                 kind: role.kind,
                 decisive: decisive(job, role.kind, i),
                 program: program.clone(),
-                args,
-                env: local_env(job, role, env, map),
+                args: expand_all(args, &env),
+                env,
                 listens: assigned.get(&(role.kind, i)).copied(),
             });
         }
@@ -333,6 +334,7 @@ fn pytorch_tasks(
             {
                 env.push((pytorch::OMP_THREADS.to_owned(), "1".to_owned()));
             }
+            let env = local_env(job, role, node, env, map);
             out.push(Task {
                 name: if nproc_per_node == 1 {
                     format!("{}-{node}", role.kind.as_str())
@@ -344,8 +346,8 @@ fn pytorch_tasks(
                 // when all of them are.
                 decisive: true,
                 program: program.clone(),
-                args,
-                env: local_env(job, role, env, map),
+                args: expand_all(args, &env),
+                env,
                 // Rank 0 holds the rendezvous (the TCP store).
                 listens: (node == 0 && local == 0).then_some(port),
             });
@@ -380,27 +382,78 @@ fn program(
 
 /// A task's environment as the cluster would give it, with the framework's
 /// variables (`TF_CONFIG` is kept as is: its hosts are local already).
+/// With the task's index in [`INDEX_VAR`], and `$(VAR)` expanded as the
+/// kubelet expands it, in the pod's order ([`pod`]'s `env`): the index,
+/// then the variables read from elsewhere, then those with a value, each
+/// by name; a value expands only what comes before it.
 fn local_env(
     job: &Job,
     role: &Role,
+    index: u32,
     framework: Vec<(String, String)>,
     map: &[(String, PathBuf)],
 ) -> BTreeMap<String, String> {
-    pod::env_vars(job, role, framework)
+    let mut env = BTreeMap::from([(INDEX_VAR.to_owned(), index.to_string())]);
+    let (references, values): (Vec<_>, Vec<_>) = pod::env_vars(job, role, framework)
         .into_iter()
-        .filter_map(|(k, v)| {
-            let v = match v {
-                EnvValue::Literal(v) if k == "TF_CONFIG" => v,
-                EnvValue::Literal(v) => map_value(&v, map),
-                // What the kubelet would read from a Secret, a
-                // ConfigMap or the pod, trainc's own environment
-                // stands in for; unset, the task inherits nothing
-                // ([`notes`] says so).
-                EnvValue::From(_) => map_value(&std::env::var(&k).ok()?, map),
-            };
-            Some((k, v))
-        })
-        .collect()
+        .partition(|(_, v)| matches!(v, EnvValue::From(_)));
+    for (k, _) in references {
+        // What the kubelet would read from a Secret, a ConfigMap or the
+        // pod, trainc's own environment stands in for; unset, the task
+        // inherits nothing ([`notes`] says so).
+        if let Ok(v) = std::env::var(&k) {
+            env.insert(k, map_value(&v, map));
+        }
+    }
+    for (k, v) in values {
+        let EnvValue::Literal(v) = v else { continue };
+        let v = if k == "TF_CONFIG" {
+            v
+        } else {
+            map_value(&v, map)
+        };
+        let v = expand(&v, &env);
+        env.insert(k, v);
+    }
+    env
+}
+
+fn expand_all(args: Vec<String>, env: &BTreeMap<String, String>) -> Vec<String> {
+    args.iter().map(|a| expand(a, env)).collect()
+}
+
+/// `$(VAR)` replaced by VAR's value, as Kubernetes expands a container's
+/// command, arguments and variables: `$$` is one `$`; a name not in `env`,
+/// or a `$(` never closed, stays as written.
+fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(open) = after.strip_prefix('(')
+            && let Some(close) = open.find(')')
+        {
+            let name = &open[..close];
+            match env.get(name) {
+                Some(value) => out.push_str(value),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = &open[close + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The tasks whose end is the end of training, as the cluster's run policy
@@ -516,6 +569,30 @@ pub fn preflight(python: &Path, job: &Job) -> Result<(), Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_expand_as_the_kubelet_expands_them() {
+        let env = BTreeMap::from([
+            ("TRAINC_TASK_INDEX".to_owned(), "3".to_owned()),
+            ("EMPTY".to_owned(), String::new()),
+        ]);
+        for (written, expanded) in [
+            ("--shard=$(TRAINC_TASK_INDEX)", "--shard=3"),
+            ("$(TRAINC_TASK_INDEX)-$(TRAINC_TASK_INDEX)", "3-3"),
+            ("a$(EMPTY)b", "ab"),
+            ("$(UNSET) stays", "$(UNSET) stays"),
+            (
+                "$$(TRAINC_TASK_INDEX) is escaped",
+                "$(TRAINC_TASK_INDEX) is escaped",
+            ),
+            ("$$", "$"),
+            ("$x and $", "$x and $"),
+            ("$(never closed", "$(never closed"),
+            ("ünïcode $(TRAINC_TASK_INDEX)", "ünïcode 3"),
+        ] {
+            assert_eq!(expand(written, &env), expanded, "{written}");
+        }
+    }
 
     #[test]
     fn container_paths_map_to_local_directories() {

@@ -643,7 +643,7 @@ fn environment(cx: &mut Findings, def: &TrainingJob, target: Target) {
             cx.error_at_key(
                 &format!("{at}/{INDEX_VAR}"),
                 format!("`{INDEX_VAR}` is set by trainc"),
-                format!("trainc defines it where a task reads its index from a pod label; refer to it as `$({INDEX_VAR})` instead"),
+                format!("trainc defines it in every task, first: refer to it as `$({INDEX_VAR})` in other variables and in `args`"),
             );
         }
     }

@@ -37,7 +37,9 @@ use crate::names;
 /// Output-format version of this target: bump it whenever a release renders
 /// a run's objects differently, so that every run gets a new name.
 /// 3: a PyTorch node's rank read from the completion-index annotation.
-pub const FORMAT: u32 = 3;
+/// 4: `TRAINC_TASK_INDEX` in every TensorFlow task, so that a definition's
+/// `$(TRAINC_TASK_INDEX)` expands.
+pub const FORMAT: u32 = 4;
 
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// The annotation the Job controller puts on every pod of an Indexed Job:
