@@ -283,7 +283,13 @@ fn built(example: &str, target: &str, ns: &str) -> tempfile::TempDir {
         let text = fs::read_to_string(&path).expect("read");
         let text = text.replace("namespace: ml", &format!("namespace: {ns}"));
         let text = if file == "trainc.yaml" {
-            text.replace("defaults:\n", &format!("defaults:\n  target: {target}\n"))
+            // The project's own target, if it has one, gives way.
+            let own: String = text
+                .lines()
+                .filter(|l| !l.starts_with("  target: "))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            own.replace("defaults:\n", &format!("defaults:\n  target: {target}\n"))
         } else {
             text
         };
@@ -412,6 +418,39 @@ fn tensorflow_runs_end_with_their_chief() {
         );
         c.assert_admitted(&ns);
     }
+}
+
+/// The bundled mnist-cpu example (TensorFlow 1: parameter servers that
+/// never exit, workers, no chief) ends on its own target: the JobSet
+/// succeeds when every worker has, stops the parameter servers, and the
+/// health checks say Healthy and Current. (On `kubernetes` it would not:
+/// see the next test.)
+#[test]
+fn the_mnist_cpu_example_ends_on_its_own_target() {
+    let Some(c) = cluster() else { return };
+    let project = fs::read_to_string(common::example("mnist-cpu").join("trainc.yaml"))
+        .expect("read the example's project file");
+    assert!(project.contains("\n  target: jobset\n"), "{project}");
+    let ns = c.restricted_namespace("mnist-cpu");
+    c.provision(&ns, "mnist-cpu-data");
+    let dir = built("mnist-cpu", "jobset", &ns);
+    let deploy = dir.path().join("deploy");
+    outcome(&deploy, "ps", "running");
+    c.apply(&deploy);
+    let resource = "jobsets.jobset.x-k8s.io";
+    let name = run_name(&c, &ns, resource);
+    let live = c.wait(
+        &format!("JobSet {ns}/{name} to be Completed"),
+        || c.condition(&ns, resource, &name, "Completed"),
+        || c.state(&ns),
+    );
+    assert_healthy(&live);
+    c.wait(
+        &format!("the parameter servers of {ns}/{name} to stop"),
+        || (c.running(&ns, "ps") == 0).then_some(()),
+        || c.state(&ns),
+    );
+    c.assert_admitted(&ns);
 }
 
 /// On `kubernetes` a run is plain Jobs, as docs/output.md says: the chief

@@ -58,9 +58,18 @@ fn mnist_jobset() {
     )));
 }
 
+/// TF1 parameter servers and workers on the example's own target, JobSet:
+/// the run ends when every worker has, and the parameter servers stop.
 #[test]
 fn mnist_cpu() {
     let (_dir, tree) = common::build_example("mnist-cpu");
+    insta::assert_snapshot!(render(&tree));
+}
+
+/// TF1 flags on plain Jobs, each task's index written out.
+#[test]
+fn mnist_cpu_kubernetes() {
+    let (_dir, tree) = common::build_example_for("mnist-cpu", "kubernetes");
     insta::assert_snapshot!(render(&tree));
 }
 

@@ -17,7 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{read_tree, run, scratch_example, stderr, stdout, tool};
+use common::{read_tree, run, scratch_example, scratch_example_for, stderr, stdout, tool};
 use serde_json::{Value, json};
 
 /// The characters YAML 1.1 parsers take as line breaks, beside `\n`.
@@ -393,7 +393,7 @@ fn directories_the_repository_names_stay_inside_it() {
         (
             format!("{project}buildOutput: ../sibling/build\n"),
             None,
-            "error: refusing to use `../sibling/build` as the build directory: it lies outside the repository `.`\n --> trainc.yaml:8:14".to_owned(),
+            "error: refusing to use `../sibling/build` as the build directory: it lies outside the repository `.`\n  --> trainc.yaml:12:14".to_owned(),
         ),
         (
             format!("{project}variants:\n  x: {{output: ../sibling/deploy-x}}\n"),
@@ -460,7 +460,7 @@ fn directories_the_repository_names_stay_inside_it() {
 /// same directory given by `-o` is no way around the guard.
 #[test]
 fn the_project_s_own_directories_may_lie_among_its_sources() {
-    let dir = scratch_example("mnist-cpu");
+    let dir = scratch_example_for("mnist-cpu", "kubernetes");
     fs::rename(
         dir.path().join("jobs/mnist-cpu.yaml"),
         dir.path().join("mnist-cpu.yaml"),
@@ -494,7 +494,7 @@ fn the_project_s_own_directories_may_lie_among_its_sources() {
 /// not the one its name says, a file outside trainc's layout.
 #[test]
 fn only_files_trainc_wrote_are_pruned() {
-    let dir = scratch_example("mnist-cpu");
+    let dir = scratch_example_for("mnist-cpu", "kubernetes");
     assert!(run(dir.path(), &["build"]).status.success());
     let deploy = dir.path().join("deploy");
     let job = fs::read(deploy.join("ml/mnist-cpu/job-mnist-cpu-worker-1.yaml")).expect("read");
@@ -559,7 +559,7 @@ fn run_small(cwd: &Path, args: &[&str]) -> std::process::Output {
 /// and is never overwritten.
 #[test]
 fn large_files_in_the_output_are_read_no_further_than_needed() {
-    let dir = scratch_example("mnist-cpu");
+    let dir = scratch_example_for("mnist-cpu", "kubernetes");
     assert!(run(dir.path(), &["build"]).status.success());
     let deploy = dir.path().join("deploy/ml/mnist-cpu");
     let job = fs::read(deploy.join("job-mnist-cpu-worker-1.yaml")).expect("read");

@@ -75,7 +75,7 @@ fn every_run_and_tensorboard_gets_a_network_policy_that_selects_its_pods() {
 
 #[test]
 fn a_relaxed_definition_says_which_profile_it_still_meets() {
-    let dir = common::scratch_example("mnist-cpu");
+    let dir = common::scratch_example_for("mnist-cpu", "kubernetes");
     let def = dir.path().join("jobs/mnist-cpu.yaml");
     let text = fs::read_to_string(&def).expect("read");
     fs::write(
@@ -119,7 +119,7 @@ fn a_relaxed_definition_says_which_profile_it_still_meets() {
 
 #[test]
 fn security_settings_the_cluster_would_refuse_are_located_errors() {
-    let dir = common::scratch_example("mnist-cpu");
+    let dir = common::scratch_example_for("mnist-cpu", "kubernetes");
     let def = dir.path().join("jobs/mnist-cpu.yaml");
     let text = fs::read_to_string(&def).expect("read");
     for (security, message) in [
@@ -156,7 +156,7 @@ fn security_settings_the_cluster_would_refuse_are_located_errors() {
 
 #[test]
 fn mutable_image_references_are_warned_about_and_digests_accepted() {
-    let dir = common::scratch_example("mnist-cpu");
+    let dir = common::scratch_example_for("mnist-cpu", "kubernetes");
     let def = dir.path().join("jobs/mnist-cpu.yaml");
     let text = fs::read_to_string(&def).expect("read");
     fs::write(

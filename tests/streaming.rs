@@ -12,11 +12,11 @@ use std::path::Path;
 type Tree = BTreeMap<String, Vec<u8>>;
 use std::process::Command;
 
-use common::{read_tree, run, scratch_example, stderr, stdout};
+use common::{read_tree, run, scratch_example, scratch_example_for, stderr, stdout};
 
 /// The mnist-cpu example with `n` copies of its job, `job-00` … .
 fn project(n: usize) -> tempfile::TempDir {
-    let dir = scratch_example("mnist-cpu");
+    let dir = scratch_example_for("mnist-cpu", "kubernetes");
     let jobs = dir.path().join("jobs");
     let text = fs::read_to_string(jobs.join("mnist-cpu.yaml")).expect("read");
     assert!(text.contains("name: mnist-cpu\n"), "{text}");

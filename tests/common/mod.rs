@@ -234,6 +234,14 @@ pub fn build_variant(name: &str, variant: Variant) -> (tempfile::TempDir, PathBu
     (dir, output)
 }
 
+/// An example in a fresh directory, as [`scratch_example`], with every job
+/// of its project file made to compile for `target`.
+pub fn scratch_example_for(name: &str, target: &'static str) -> tempfile::TempDir {
+    let dir = scratch_example(name);
+    retarget(name, dir.path(), "trainc.yaml", target);
+    dir
+}
+
 /// Rewrites project file `file` in `dir`, and the definitions of its
 /// sources, so that every job compiles for `target`; returns `file`.
 fn retarget(name: &str, dir: &Path, file: &'static str, target: &str) -> &'static str {
@@ -242,6 +250,10 @@ fn retarget(name: &str, dir: &Path, file: &'static str, target: &str) -> &'stati
     let mut found = 0;
     let mut out = String::new();
     for line in text.lines() {
+        // The project's own target, if it has one, gives way.
+        if line.starts_with("  target: ") {
+            continue;
+        }
         out.push_str(line);
         out.push('\n');
         if line == "defaults:" {
