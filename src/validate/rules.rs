@@ -42,6 +42,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     quantities(&mut cx, def);
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
+    working_against_the_user(&mut cx, def, target_of(def, defaults));
     super::security::check(&mut cx, def, defaults);
     super::patches::check(&mut cx, def);
     access_modes(&mut cx, def);
@@ -536,6 +537,77 @@ fn log_volume(def: &TrainingJob) -> Option<(usize, &Volume)> {
         .enumerate()
         .filter(|(_, v)| lies_on(&tb.log_dir, &v.mount_path))
         .max_by_key(|(_, v)| v.mount_path.trim_end_matches('/').len())
+}
+
+/// Settings that validate, and work against a GitOps workflow or the user:
+/// warnings.
+fn working_against_the_user(cx: &mut Findings, def: &TrainingJob, target: Target) {
+    let spec = &def.spec;
+    // On `trainjob` its target refuses it, with Trainer's reason.
+    if spec.run_policy.ttl_seconds_after_finished.is_some() && target != Target::Trainjob {
+        cx.warning(
+            "/spec/runPolicy/ttlSecondsAfterFinished",
+            "a run object deleted by its TTL is in the output still: Argo CD's self-heal or Flux's next reconciliation creates it again, and the run trains again",
+            "remove `ttlSecondsAfterFinished`, and let a new run (or removing the job) prune the old one; see docs/output.md",
+        );
+    }
+    for kind in RoleKind::ALL {
+        let Some(role) = kind.of(&spec.roles) else {
+            continue;
+        };
+        let r = &role.resources;
+        if r.gpu.unwrap_or(0) > 0 && (r.cpu.is_none() || r.memory.is_none()) {
+            let mut why = Vec::new();
+            if r.cpu.is_none() {
+                why.push("without a CPU request the scheduler may place its pods where too little CPU is left to feed the GPUs");
+            }
+            if r.memory.is_none() {
+                why.push(
+                    "without memory, no limit keeps one task from starving the others on its node",
+                );
+            }
+            cx.warning(
+                &format!("/spec/roles/{}/resources", kind.as_str()),
+                format!(
+                    "the {} role asks for GPUs but no {}: {}",
+                    kind.as_str(),
+                    if why.len() == 2 {
+                        "CPU or memory"
+                    } else if r.cpu.is_none() {
+                        "CPU"
+                    } else {
+                        "memory"
+                    },
+                    why.join("; ")
+                ),
+                "set `cpu` and `memory` beside `gpu`: what one task needs, as requests",
+            );
+        }
+    }
+    if let Some(tb) = spec.tensorboard.as_ref().filter(|t| t.enabled)
+        && tb.image.is_none()
+        && tb.repository.is_none()
+        && spec.build.is_none()
+        && let Some(image) = spec.image.as_deref().filter(|i| is_stock(i))
+    {
+        cx.warning_at_key(
+            "/spec/tensorboard",
+            format!("trainc builds a TensorBoard image and pushes it beside `image:`, as `{}-tensorboard`: beside a public image of someone else's, where you cannot push", crate::model::job::image_name(image)),
+            "set `tensorboard.repository` to a repository you push to, or `tensorboard.image` to a TensorBoard image that exists",
+        );
+    }
+}
+
+/// Whether `image` names no registry, so that it comes from the public
+/// default one, as `tensorflow/tensorflow:2.21.0` does: a stock image,
+/// whose repository's neighbours belong to its publisher. (An image with
+/// a registry of its own is taken for the user's.)
+fn is_stock(image: &str) -> bool {
+    let name = crate::model::job::image_name(image);
+    match name.split_once('/') {
+        None => true,
+        Some((first, _)) => !first.contains(['.', ':']) && first != "localhost",
+    }
 }
 
 fn tensorboard(cx: &mut Findings, def: &TrainingJob) {
