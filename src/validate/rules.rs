@@ -584,6 +584,20 @@ fn working_against_the_user(cx: &mut Findings, def: &TrainingJob, target: Target
             );
         }
     }
+    // Where trainc can tell: a TensorFlow 1 program (`--ps_hosts`, `--job_name`)
+    // ends its parameter servers in `server.join()`, which never returns.
+    if target == Target::Kubernetes
+        && def.framework() == Framework::Tensorflow
+        && spec.cluster_spec().legacy_flags
+        && replicas(def, RoleKind::Ps) > 0
+        && spec.run_policy.active_deadline_seconds.is_none()
+    {
+        cx.warning_at_key(
+            "/spec/roles/ps",
+            "on plain Jobs nothing ends these parameter servers: a TensorFlow 1 server blocks in `server.join()` for good, so their Jobs run on, holding their nodes, after training is over",
+            "use the `jobset` or `tfjob` target, which stop them when the workers are done, or set `runPolicy.activeDeadlineSeconds` to bound the run",
+        );
+    }
     if let Some(tb) = spec.tensorboard.as_ref().filter(|t| t.enabled)
         && tb.image.is_none()
         && tb.repository.is_none()
