@@ -43,6 +43,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     storage(&mut cx, def);
     tensorboard(&mut cx, def);
     working_against_the_user(&mut cx, def, target_of(def, defaults));
+    output_paths(&mut cx, def);
     super::security::check(&mut cx, def, defaults);
     super::patches::check(&mut cx, def);
     access_modes(&mut cx, def);
@@ -610,6 +611,104 @@ fn working_against_the_user(cx: &mut Findings, def: &TrainingJob, target: Target
             "set `tensorboard.repository` to a repository you push to, or `tensorboard.image` to a TensorBoard image that exists",
         );
     }
+}
+
+/// Flag names that say a program writes where they point, as far as trainc
+/// can tell from a name.
+const OUTPUT_FLAGS: [&str; 9] = [
+    "out",
+    "save",
+    "checkpoint",
+    "ckpt",
+    "model_dir",
+    "log_dir",
+    "logdir",
+    "export",
+    "dump",
+];
+
+/// A program argument that names, by its flag, a place to write below a
+/// path no volume is mounted at, while the root file system is read-only:
+/// the program fails when it first writes there. Only where trainc can
+/// tell: `--<flag>=/<path>` or `--<flag> /<path>` with an output-like flag
+/// name, and no patch that could mount something.
+fn output_paths(cx: &mut Findings, def: &TrainingJob) {
+    let spec = &def.spec;
+    if !spec.security.read_only_root_filesystem.unwrap_or(true) || !spec.patches.is_empty() {
+        return;
+    }
+    let mut scopes = vec![("/spec/args".to_owned(), &spec.args, None)];
+    for kind in RoleKind::ALL {
+        if let Some(args) = kind.of(&spec.roles).and_then(|r| r.args.as_ref()) {
+            scopes.push((
+                format!("/spec/roles/{}/args", kind.as_str()),
+                args,
+                Some(kind),
+            ));
+        }
+    }
+    for (at, args, only) in scopes {
+        for (i, arg) in args.iter().enumerate() {
+            let Some((flag, path)) = output_flag(arg, args.get(i + 1)) else {
+                continue;
+            };
+            // The roles that run with these arguments: the role's own, or
+            // every role that does not set its own `args`.
+            let roles: Vec<RoleKind> = RoleKind::ALL
+                .into_iter()
+                .filter(|k| {
+                    k.of(&spec.roles).is_some_and(|r| match only {
+                        Some(o) => o == *k,
+                        None => r.args.is_none(),
+                    })
+                })
+                .collect();
+            let unmounted: Vec<&str> = roles
+                .iter()
+                .filter(|k| !writable(spec, **k, path))
+                .map(|k| k.as_str())
+                .collect();
+            if unmounted.is_empty() {
+                continue;
+            }
+            let target = if arg.contains('=') { i } else { i + 1 };
+            cx.warning(
+                &format!("{at}/{target}"),
+                format!(
+                    "`{flag}` points the program at `{path}`, where no volume is mounted in the {} pods, and their root file system is read-only: writing there fails",
+                    unmounted.join(", ")
+                ),
+                "put it below a volume of `spec.storage` (or `/tmp`, emptied with the pod), or set `security.readOnlyRootFilesystem: false`",
+            );
+        }
+    }
+}
+
+/// `(flag, path)` of an output-like flag with an absolute path.
+fn output_flag<'a>(arg: &'a str, next: Option<&'a String>) -> Option<(&'a str, &'a str)> {
+    let (flag, path) = match arg.split_once('=') {
+        Some((flag, value)) => (flag, value),
+        None => (arg, next.map(String::as_str)?),
+    };
+    let name = flag.strip_prefix("--").or_else(|| flag.strip_prefix('-'))?;
+    let name = name.to_ascii_lowercase().replace('-', "_");
+    (path.starts_with('/') && OUTPUT_FLAGS.iter().any(|o| name.contains(o))).then_some((flag, path))
+}
+
+/// Whether a pod of `kind` can write at `path`: below a writable volume it
+/// mounts, the scratch `/tmp` and home, or `/dev/shm`.
+fn writable(spec: &crate::model::definition::Spec, kind: RoleKind, path: &str) -> bool {
+    let below = |mount: &str| {
+        let mount = mount.trim_end_matches('/');
+        path == mount || path.starts_with(&format!("{mount}/"))
+    };
+    let scratch = ["/tmp", compile::security::HOME, "/dev/shm"];
+    scratch.iter().any(|m| below(m))
+        || spec.storage.iter().any(|v| {
+            // ConfigMap and Secret volumes are read-only whatever they say.
+            let writable = !v.read_only && v.config_map.is_none() && v.secret.is_none();
+            writable && (v.roles.is_empty() || v.roles.contains(&kind)) && below(&v.mount_path)
+        })
 }
 
 /// Whether `image` names no registry, so that it comes from the public
