@@ -651,3 +651,44 @@ mod conversion {
         );
     }
 }
+
+/// `runPolicy.volcanoQueue`, the one way to a Volcano queue: on `tfjob` and
+/// `pytorchjob` it is the `schedulingPolicy.queue` the operator gives its
+/// PodGroup, valid against the CRD; the Kueue queue never goes there.
+#[test]
+fn a_volcano_queue_is_written_only_when_asked_for() {
+    for (example, kind) in [("mnist-cpu", "TFJob"), ("pytorch", "PyTorchJob")] {
+        let target = if kind == "TFJob" { "tfjob" } else { "pytorchjob" };
+        let dir = common::scratch_example(example);
+        let job = std::fs::read_dir(dir.path().join("jobs"))
+            .expect("jobs")
+            .map(|e| e.expect("entry").path())
+            .find(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .expect("a definition");
+        let text = std::fs::read_to_string(&job).expect("read");
+        let text = text.replace(
+            "spec:\n",
+            &format!("spec:\n  target: {target}\n  runPolicy: {{queue: team-a, volcanoQueue: gang}}\n"),
+        );
+        // The example's own runPolicy, if any, gives way to the one above.
+        let text = match text.find("\n  runPolicy:\n") {
+            Some(at) => text[..at + 1].to_owned(),
+            None => text,
+        };
+        std::fs::write(&job, text).expect("write");
+        let o = common::run(dir.path(), &["build"]);
+        assert!(o.status.success(), "{example}: {}", common::stderr(&o));
+        let doc = documents(&dir.path().join("deploy"))
+            .into_iter()
+            .map(|(_, d)| d)
+            .find(|d| d["kind"] == kind)
+            .expect("the run object");
+        let policy = &doc["spec"]["runPolicy"]["schedulingPolicy"];
+        assert_eq!(policy["queue"], "gang", "{example}: {policy}");
+        assert_eq!(
+            doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a",
+            "{example}"
+        );
+        assert_eq!(errors_of(&doc), Vec::<String>::new(), "{example}");
+    }
+}

@@ -166,6 +166,10 @@ pub struct SchedulingPolicy {
     pub min_available: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
+    /// Volcano's queue, which the operator gives the PodGroup; only when
+    /// the definition asks for it (`runPolicy.volcanoQueue`), never Kueue's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

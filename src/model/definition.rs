@@ -743,4 +743,5 @@ pub struct RunPolicy {
     pub scheduler_name: Option<String>,
     pub priority_class_name: Option<String>,
     pub queue: Option<String>,
+    pub volcano_queue: Option<String>,
 }

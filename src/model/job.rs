@@ -514,6 +514,9 @@ pub struct RunPolicy {
     pub scheduler_name: Option<String>,
     pub priority_class_name: Option<String>,
     pub queue: Option<String>,
+    /// Left out when unset, so that runs named before it keep their names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volcano_queue: Option<String>,
 }
 
 /// The namespace a definition lands in.
@@ -780,6 +783,7 @@ pub fn resolve(
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: rp.priority_class_name.clone(),
             queue: rp.queue.clone(),
+            volcano_queue: rp.volcano_queue.clone(),
         },
         service_account_name: spec.service_account_name.clone(),
         security: Security::resolve(&spec.security, spec.service_account_name.as_deref()),

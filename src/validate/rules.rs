@@ -44,6 +44,7 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
     tensorboard(&mut cx, def);
     working_against_the_user(&mut cx, def, target_of(def, defaults));
     output_paths(&mut cx, def);
+    volcano(&mut cx, def, target_of(def, defaults));
     super::security::check(&mut cx, def, defaults);
     super::patches::check(&mut cx, def);
     access_modes(&mut cx, def);
@@ -609,6 +610,19 @@ fn working_against_the_user(cx: &mut Findings, def: &TrainingJob, target: Target
             "/spec/tensorboard",
             format!("trainc builds a TensorBoard image and pushes it beside `image:`, as `{}-tensorboard`: beside a public image of someone else's, where you cannot push", crate::model::job::image_name(image)),
             "set `tensorboard.repository` to a repository you push to, or `tensorboard.image` to a TensorBoard image that exists",
+        );
+    }
+}
+
+/// `runPolicy.volcanoQueue` names the queue of a Volcano PodGroup, which
+/// only the Kubeflow Training Operator makes.
+fn volcano(cx: &mut Findings, def: &TrainingJob, target: Target) {
+    if def.spec.run_policy.volcano_queue.is_some() && !compile::target::backend(target).volcano_gang
+    {
+        cx.error(
+            "/spec/runPolicy/volcanoQueue",
+            format!("the `{}` target makes no Volcano PodGroup: nothing would read a Volcano queue", target.as_str()),
+            "remove `volcanoQueue`: a Kueue queue (`runPolicy.queue`) admits a JobSet or TrainJob run as a whole; Volcano gangs are the `tfjob` and `pytorchjob` targets' (with the operator's `--gang-scheduler-name=volcano`)",
         );
     }
 }

@@ -69,6 +69,9 @@ pub struct Backend {
     pub restarts_whole_runs: bool,
     /// Whether its operator writes `TF_CONFIG` into the pods itself.
     pub writes_tf_config: bool,
+    /// Whether its operator gives a run's pods a Volcano PodGroup, whose
+    /// queue `runPolicy.volcanoQueue` names.
+    pub volcano_gang: bool,
 }
 
 impl Backend {
@@ -111,6 +114,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         task_restart: "OnFailure",
         restarts_whole_runs: false,
         writes_tf_config: false,
+        volcano_gang: false,
     },
     Backend {
         target: Target::Jobset,
@@ -125,6 +129,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         task_restart: "Never",
         restarts_whole_runs: true,
         writes_tf_config: false,
+        volcano_gang: false,
     },
     Backend {
         target: Target::Tfjob,
@@ -139,6 +144,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         task_restart: "OnFailure",
         restarts_whole_runs: false,
         writes_tf_config: true,
+        volcano_gang: true,
     },
     Backend {
         target: Target::Pytorchjob,
@@ -153,6 +159,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         task_restart: "OnFailure",
         restarts_whole_runs: false,
         writes_tf_config: false,
+        volcano_gang: true,
     },
     Backend {
         target: Target::Trainjob,
@@ -167,6 +174,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         task_restart: "Never",
         restarts_whole_runs: true,
         writes_tf_config: false,
+        volcano_gang: false,
     },
 ];
 

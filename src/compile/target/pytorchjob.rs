@@ -97,11 +97,12 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 backoff_limit: Some(rp.backoff_limit),
                 clean_pod_policy: Some("Running"),
                 scheduling_policy: Some(SchedulingPolicy {
-                    // Every node at once, or none: a gang. The queue is
-                    // Kueue's label above: this field's `queue` is
-                    // Volcano's, which the operator hands its PodGroup.
+                    // Every node at once, or none: a gang. Kueue's queue is
+                    // its label above: this `queue` is Volcano's, which the
+                    // operator hands its PodGroup, written only when asked.
                     min_available: Some(i32::try_from(role.replicas).unwrap_or(i32::MAX)),
                     priority_class: rp.priority_class_name.clone(),
+                    queue: rp.volcano_queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },

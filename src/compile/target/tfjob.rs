@@ -96,11 +96,12 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 backoff_limit: Some(rp.backoff_limit),
                 clean_pod_policy: Some("Running"),
                 scheduling_policy: Some(SchedulingPolicy {
-                    // Every task at once, or none: a gang. The queue is
-                    // Kueue's label: this field's `queue` is Volcano's,
-                    // which the operator hands its PodGroup.
+                    // Every task at once, or none: a gang. Kueue's queue is
+                    // its label: this `queue` is Volcano's, which the
+                    // operator hands its PodGroup, written only when asked.
                     min_available: Some(i32::try_from(tasks).unwrap_or(i32::MAX)),
                     priority_class: rp.priority_class_name.clone(),
+                    queue: rp.volcano_queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },
