@@ -420,6 +420,46 @@ fn tensorflow_runs_end_with_their_chief() {
     }
 }
 
+/// Trainer refuses a TrainJob whose runtime does not exist yet, and
+/// kustomize's own order puts `TrainJob` before `TrainingRuntime`: the
+/// output's kustomizations order the runtime first, so one `kubectl apply
+/// -k` creates both. Without that order, the same apply is refused.
+#[test]
+fn a_trainjob_run_applies_in_one_go_its_runtime_first() {
+    let Some(c) = cluster() else { return };
+    let ns = c.restricted_namespace("trainjob-order");
+    c.provision(&ns, "digits-data");
+    let dir = built("pytorch", "trainjob", &ns);
+    let deploy = dir.path().join("deploy");
+    let unordered = tempfile::tempdir().expect("tempdir");
+    common::copy_tree(&deploy, unordered.path());
+    for e in walkdir::WalkDir::new(unordered.path()) {
+        let path = e.expect("walk").into_path();
+        if path.file_name().is_some_and(|n| n == "kustomization.yaml") {
+            let text = fs::read_to_string(&path).expect("read");
+            let at = text
+                .find("sortOptions:")
+                .expect("trainc orders this output");
+            fs::write(&path, &text[..at]).expect("write");
+        }
+    }
+    let o = c.kubectl(&[
+        "apply",
+        "--server-side",
+        "-k",
+        unordered.path().to_str().expect("UTF-8"),
+    ]);
+    assert!(!o.status.success(), "applied without its order");
+    assert!(
+        stderr(&o)
+            .contains("specified trainingRuntime must be created before the TrainJob is created"),
+        "{}",
+        stderr(&o)
+    );
+    c.apply(&deploy);
+    run_name(&c, &ns, "trainjobs.trainer.kubeflow.org");
+}
+
 /// The bundled mnist-cpu example (TensorFlow 1: parameter servers that
 /// never exit, workers, no chief) ends on its own target: the JobSet
 /// succeeds when every worker has, stops the parameter servers, and the

@@ -658,7 +658,11 @@ mod conversion {
 #[test]
 fn a_volcano_queue_is_written_only_when_asked_for() {
     for (example, kind) in [("mnist-cpu", "TFJob"), ("pytorch", "PyTorchJob")] {
-        let target = if kind == "TFJob" { "tfjob" } else { "pytorchjob" };
+        let target = if kind == "TFJob" {
+            "tfjob"
+        } else {
+            "pytorchjob"
+        };
         let dir = common::scratch_example(example);
         let job = std::fs::read_dir(dir.path().join("jobs"))
             .expect("jobs")
@@ -668,7 +672,9 @@ fn a_volcano_queue_is_written_only_when_asked_for() {
         let text = std::fs::read_to_string(&job).expect("read");
         let text = text.replace(
             "spec:\n",
-            &format!("spec:\n  target: {target}\n  runPolicy: {{queue: team-a, volcanoQueue: gang}}\n"),
+            &format!(
+                "spec:\n  target: {target}\n  runPolicy: {{queue: team-a, volcanoQueue: gang}}\n"
+            ),
         );
         // The example's own runPolicy, if any, gives way to the one above.
         let text = match text.find("\n  runPolicy:\n") {
