@@ -402,22 +402,35 @@ fn tensorflow_runs_end_with_their_chief() {
         let ns = c.restricted_namespace(&format!("tf-{target}"));
         let dir = built("mnist", target, &ns);
         let deploy = dir.path().join("deploy");
-        outcome(&deploy, "ps", "running");
-        c.apply(&deploy);
-        let name = run_name(&c, &ns, resource);
-        let live = c.wait(
-            &format!("{resource} {ns}/{name} to be {done}"),
-            || c.condition(&ns, resource, &name, done),
-            || c.state(&ns),
-        );
-        assert_healthy(&live);
-        c.wait(
-            &format!("the parameter servers of {ns}/{name} to stop"),
-            || (c.running(&ns, "ps") == 0).then_some(()),
-            || c.state(&ns),
-        );
-        c.assert_admitted(&ns);
+        ends_and_stops_its_parameter_servers(&c, &ns, &deploy, resource, done);
     }
+}
+
+/// With parameter servers that never exit, the run in `deploy` applied
+/// reaches `done`, the health checks call it healthy, its parameter
+/// servers are stopped, and every pod was admitted.
+fn ends_and_stops_its_parameter_servers(
+    c: &Cluster,
+    ns: &str,
+    deploy: &Path,
+    resource: &str,
+    done: &str,
+) {
+    outcome(deploy, "ps", "running");
+    c.apply(deploy);
+    let name = run_name(c, ns, resource);
+    let live = c.wait(
+        &format!("{resource} {ns}/{name} to be {done}"),
+        || c.condition(ns, resource, &name, done),
+        || c.state(ns),
+    );
+    assert_healthy(&live);
+    c.wait(
+        &format!("the parameter servers of {ns}/{name} to stop"),
+        || (c.running(ns, "ps") == 0).then_some(()),
+        || c.state(ns),
+    );
+    c.assert_admitted(ns);
 }
 
 /// Trainer refuses a TrainJob whose runtime does not exist yet, and
@@ -475,22 +488,7 @@ fn the_mnist_cpu_example_ends_on_its_own_target() {
     c.provision(&ns, "mnist-cpu-data");
     let dir = built("mnist-cpu", "jobset", &ns);
     let deploy = dir.path().join("deploy");
-    outcome(&deploy, "ps", "running");
-    c.apply(&deploy);
-    let resource = "jobsets.jobset.x-k8s.io";
-    let name = run_name(&c, &ns, resource);
-    let live = c.wait(
-        &format!("JobSet {ns}/{name} to be Completed"),
-        || c.condition(&ns, resource, &name, "Completed"),
-        || c.state(&ns),
-    );
-    assert_healthy(&live);
-    c.wait(
-        &format!("the parameter servers of {ns}/{name} to stop"),
-        || (c.running(&ns, "ps") == 0).then_some(()),
-        || c.state(&ns),
-    );
-    c.assert_admitted(&ns);
+    ends_and_stops_its_parameter_servers(&c, &ns, &deploy, "jobsets.jobset.x-k8s.io", "Completed");
 }
 
 /// On `kubernetes` a run is plain Jobs, as docs/output.md says: the chief

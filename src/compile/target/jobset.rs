@@ -238,17 +238,7 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
     let mut out = vec![Named::new("JobSet", run.to_owned(), names::LABEL_MAX)];
     if framework == FrameworkKind::Pytorch {
         for (kind, replicas) in roles {
-            if let Some(last) = replicas.checked_sub(1) {
-                // The last node's pod, with the Job controller's suffix.
-                out.push(Named::new(
-                    "Pod",
-                    format!(
-                        "{}-xxxxx",
-                        names::jobset_indexed_pod(run, kind.as_str(), last)
-                    ),
-                    names::LABEL_MAX,
-                ));
-            }
+            out.extend(last_node_pod(run, kind.as_str(), *replicas));
         }
         return out;
     }
@@ -265,6 +255,19 @@ pub fn generated(framework: FrameworkKind, run: &str, roles: &[(RoleKind, u32)])
         }
     }
     out
+}
+
+/// The pod of the last of `nodes` nodes of an Indexed Job that replicated
+/// Job `replicated` runs once, with the Job controller's 5 random
+/// characters: JobSet's webhook refuses a JobSet whose pod names would not
+/// be DNS labels.
+pub(crate) fn last_node_pod(run: &str, replicated: &str, nodes: u32) -> Option<Named> {
+    let last = nodes.checked_sub(1)?;
+    Some(Named::new(
+        "Pod",
+        format!("{}-xxxxx", names::jobset_indexed_pod(run, replicated, last)),
+        names::LABEL_MAX,
+    ))
 }
 
 /// The pods a JobSet, as a file holds it, runs at once: each replicated
@@ -295,7 +298,14 @@ crd::custom_resource!(
 
 impl crd::CustomResource for JobSet {
     fn templates(&self) -> Vec<&k8s_openapi::api::core::v1::PodTemplateSpec> {
-        let jobs = self.spec.replicated_jobs.iter();
+        self.spec.templates()
+    }
+}
+
+impl JobSetSpec {
+    /// The pod templates of its replicated Jobs.
+    pub fn templates(&self) -> Vec<&k8s_openapi::api::core::v1::PodTemplateSpec> {
+        let jobs = self.replicated_jobs.iter();
         jobs.filter_map(|r| r.template.spec.as_ref())
             .map(|s| &s.template)
             .collect()

@@ -261,19 +261,9 @@ pub fn generated(run: &str, roles: &[(RoleKind, u32)]) -> Vec<Named> {
         Named::new("TrainingRuntime", run.to_owned(), names::LABEL_MAX),
     ];
     for (_, replicas) in roles {
-        if let Some(last) = replicas.checked_sub(1) {
-            // The last node's pod, with the Job controller's suffix: the
-            // JobSet's webhook refuses the JobSet Trainer makes otherwise,
-            // and the TrainJob only says so in an event.
-            out.push(Named::new(
-                "Pod",
-                format!(
-                    "{}-xxxxx",
-                    names::jobset_indexed_pod(run, REPLICATED_JOB, last)
-                ),
-                names::LABEL_MAX,
-            ));
-        }
+        // Too long, the JobSet Trainer makes would be refused, and the
+        // TrainJob would only say so in an event.
+        out.extend(super::jobset::last_node_pod(run, REPLICATED_JOB, *replicas));
     }
     out
 }
@@ -308,10 +298,7 @@ crd::custom_resource!(
 
 impl crd::CustomResource for TrainingRuntime {
     fn templates(&self) -> Vec<&PodTemplateSpec> {
-        let jobs = self.spec.template.spec.replicated_jobs.iter();
-        jobs.filter_map(|r| r.template.spec.as_ref())
-            .map(|s| &s.template)
-            .collect()
+        self.spec.template.spec.templates()
     }
 }
 
