@@ -19,11 +19,23 @@ use crate::plan::{Change, Op, Plan};
 
 pub use cost::{Cost, Requests};
 
+/// Why a run starts again when neither its target nor trainc's format
+/// changed, and the old definition is not known.
+const CHANGED: &str = "the definition or its image changed";
+
+/// How many changed fields a re-run's reason names; the rest are counted
+/// (every one is in the JSON report).
+const REASON_FIELDS: usize = 3;
+
 /// Diffs longer than this many lines are folded in Markdown reports.
 const FOLD_LINES: usize = 40;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// What the output is compared with, when not the directory on disk:
+    /// `diff --base REF`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<BaseRef>,
     pub create: usize,
     pub update: usize,
     pub delete: usize,
@@ -33,6 +45,22 @@ pub struct Report {
     /// What the runs of `runs` request together, before and after.
     pub total: Cost,
     pub changes: Vec<Entry>,
+}
+
+/// The commit a report compares with, as the user named it and in full.
+#[derive(Debug, Clone, Serialize)]
+pub struct BaseRef {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub commit: String,
+}
+
+impl BaseRef {
+    /// `origin/main (4f2c1a9)`.
+    pub fn shown(&self) -> String {
+        let short: String = self.commit.chars().take(7).collect();
+        format!("{} ({short})", self.reference)
+    }
 }
 
 /// A training run the change starts, starts again, or stops. A run is named
@@ -53,6 +81,10 @@ pub struct RunChange {
     /// format changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The fields of the definition (and of the project file) that changed,
+    /// when the old definition is known (`--base`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
     /// The output directory, when a build writes several (a project with
     /// variants): the same job runs in each.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,9 +115,7 @@ impl RunChange {
                 job,
                 name(&self.old),
                 name(&self.new),
-                self.reason
-                    .as_deref()
-                    .unwrap_or("the definition or its image changed")
+                self.reason.as_deref().unwrap_or(CHANGED)
             ),
             "start" => format!("start {}: {}", job, name(&self.new)),
             _ => format!("stop {}: {} is deleted", job, name(&self.old)),
@@ -186,7 +216,7 @@ fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
                         new.format.as_deref().unwrap_or("0")
                     )
                 } else {
-                    "the definition or its image changed".to_owned()
+                    CHANGED.to_owned()
                 };
                 ("rerun", Some(reason))
             }
@@ -197,6 +227,7 @@ fn runs(sides: BTreeMap<String, (RunSide, RunSide)>) -> Vec<RunChange> {
             old: old.shown(),
             new: new.shown(),
             reason,
+            fields: Vec::new(),
             output: None,
             cost: Cost {
                 before: old.requests,
@@ -223,7 +254,9 @@ pub struct Entry {
     /// Changed leaf fields, for updates.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldChange>,
-    /// Unified diff of the file.
+    /// Unified diff of the file (left out of `build --check --base`'s
+    /// report, which names the fields).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub diff: String,
     /// The directory of the file inside the output, to find its run.
     #[serde(skip)]
@@ -294,6 +327,7 @@ pub fn report(plan: &Plan, shown: &str) -> Report {
         total.add(&r.cost);
     }
     Report {
+        base: None,
         create: plan.count(Op::Create),
         update: plan.count(Op::Update),
         delete: plan.count(Op::Delete),
@@ -305,9 +339,37 @@ pub fn report(plan: &Plan, shown: &str) -> Report {
 }
 
 impl Report {
+    /// Names, in each re-run's reason, the fields of its definition that
+    /// changed (`hyperparameters.lr: 2e-5 → 1e-5`), by `<namespace>/<job>`.
+    /// A change of target or of trainc's format stays the reason: it
+    /// renames the run whatever the fields say. A run that starts again
+    /// with no field changed was rebuilt: an input of its image changed.
+    pub fn explain(&mut self, changed: &BTreeMap<String, Vec<FieldChange>>) {
+        for r in self.runs.iter_mut().filter(|r| r.op == "rerun") {
+            let Some(fields) = changed.get(&r.job) else {
+                continue;
+            };
+            r.fields = fields.clone();
+            if r.reason.as_deref() != Some(CHANGED) {
+                continue;
+            }
+            r.reason = Some(if fields.is_empty() {
+                "no field of its definition changed: an input of its image did".to_owned()
+            } else {
+                let mut named: Vec<String> =
+                    fields.iter().take(REASON_FIELDS).map(field_line).collect();
+                if fields.len() > REASON_FIELDS {
+                    named.push(format!("{} more", fields.len() - REASON_FIELDS));
+                }
+                named.join(", ")
+            });
+        }
+    }
+
     /// One report for several output directories (manifests, build specs).
     pub fn merge(reports: impl IntoIterator<Item = Report>) -> Report {
         let mut all = Report {
+            base: None,
             create: 0,
             update: 0,
             delete: 0,
@@ -561,6 +623,9 @@ pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
     let yellow = AnsiColor::Yellow.on_default();
     let cyan = AnsiColor::Cyan.on_default();
     let mut out = String::new();
+    if let Some(base) = &r.base {
+        let _ = writeln!(out, "against {}:", base.shown());
+    }
     if r.changes.is_empty() {
         let _ = writeln!(out, "no changes ({} unchanged)", r.unchanged);
         return out;
@@ -632,7 +697,14 @@ pub fn render_text(r: &Report, styled: bool, stat: bool) -> String {
 /// `diff` block per file, long ones folded in `<details>`.
 pub fn render_markdown(r: &Report, stat: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "### trainc diff\n");
+    match &r.base {
+        Some(base) => {
+            let _ = writeln!(out, "### trainc diff against `{}`\n", base.shown());
+        }
+        None => {
+            let _ = writeln!(out, "### trainc diff\n");
+        }
+    }
     if r.changes.is_empty() {
         let _ = writeln!(out, "No changes ({} files unchanged).", r.unchanged);
         return out;
@@ -868,10 +940,12 @@ mod tests {
             old: Some(format!("{job}-old")),
             new: Some(format!("{job}-new")),
             reason: (op == "rerun").then(|| "the definition or its image changed".to_owned()),
+            fields: Vec::new(),
             output: output.map(str::to_owned),
             cost: Cost { before, after },
         };
         let mut report = Report::merge([Report {
+            base: None,
             create: 0,
             update: 1,
             delete: 0,

@@ -15,6 +15,7 @@
 // (`sync_file_range`, in `plan::write`), allowed where it is made.
 #![deny(unsafe_code)]
 
+pub mod base;
 pub mod build;
 pub mod cache;
 pub mod cli;

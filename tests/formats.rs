@@ -341,6 +341,7 @@ fn title(rule: &str) -> &'static str {
         "trainc/file" => "Unusable input file",
         "trainc/command" => "Command cannot go on",
         "trainc/stale-output" => "Stale generated file",
+        "trainc/run-change" => "Training run starts, restarts or stops",
         r => panic!("unknown rule {r}"),
     }
 }
@@ -440,6 +441,57 @@ fn github_annotations_are_the_toolkits_byte_for_byte() {
     assert_eq!((o.status.code(), stdout(&o)), (Some(0), String::new()));
 }
 
+/// `build --check --base`: each run the pull request starts, restarts or
+/// stops is a notice, as the toolkit writes one, and a SARIF `note` of its
+/// own rule, valid against the OASIS schema.
+#[test]
+fn build_check_against_a_base_notes_each_run() {
+    let dir = common::pull_request("pytorch", true);
+    common::edit(
+        &dir.path().join("jobs/digits.yaml"),
+        "learning_rate: 0.05",
+        "learning_rate: 0.02",
+    );
+    assert!(run(dir.path(), &["build"]).status.success());
+    let check = |format: &str| {
+        let o = run(
+            dir.path(),
+            &["build", "--check", "--base", "main", "--format", format],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        o
+    };
+    let json = json_of(&check("json"));
+    assert_eq!(json["against_base"]["runs"][0]["op"], "rerun", "{json}");
+    let github = check("github");
+    let out = stdout(&github);
+    let notices: Vec<&str> = out.lines().collect();
+    assert_eq!(notices.len(), 1, "{}", stdout(&github));
+    assert!(
+        notices[0].contains("::against main (") && notices[0].contains("re-run ml/digits: digits-"),
+        "{}",
+        notices[0]
+    );
+    if let Some(core) = common::tool("TRAINC_ACTIONS_CORE", "core.js") {
+        let (_, message) = notices[0].rsplit_once("::").expect("a message");
+        let expected = toolkit(
+            &core,
+            &json!([["notice", message, {"title": title("trainc/run-change")}]]),
+        );
+        assert_eq!(out, expected);
+    }
+    let (Some(python), Some(schema)) = (
+        common::tool("TRAINC_SARIF_PYTHON", "python3"),
+        common::tool("TRAINC_SARIF_SCHEMA", "sarif-schema-2.1.0.json"),
+    ) else {
+        return;
+    };
+    let log = valid_sarif(&python, &schema, &check("sarif").stdout);
+    let result = &log["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "trainc/run-change");
+    assert_eq!(result["level"], "note");
+}
+
 /// Validates a SARIF log against the OASIS schema; returns it parsed.
 fn valid_sarif(python: &Path, schema: &Path, log: &[u8]) -> Value {
     if let Err(e) = sarif_errors(python, schema, log) {
@@ -513,7 +565,8 @@ fn sarif_logs_are_valid_against_the_oasis_schema() {
             "trainc/field",
             "trainc/file",
             "trainc/command",
-            "trainc/stale-output"
+            "trainc/stale-output",
+            "trainc/run-change"
         ]
     );
     let results = runs[0]["results"].as_array().expect("results");

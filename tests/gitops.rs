@@ -7,8 +7,9 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
-use common::{root, run, scratch_example, stderr};
+use common::{root, run, scratch_example, stderr, stdout};
 use serde_json::Value;
 
 fn yaml_docs(path: &str) -> Vec<Value> {
@@ -277,24 +278,92 @@ fn gitops_page_pins_the_shipped_hooks_to_a_commit() {
     }
 }
 
-/// The CI job validates, publishes the Markdown diff, and fails on stale
-/// output; the diff step tolerates exit 1 ("changes") but not 2.
+/// The CI job validates, publishes the Markdown diff against the base
+/// branch, and fails on stale output; the diff step tolerates exit 1
+/// ("changes") but not 2. Every step that calls trainc runs here, as
+/// written, on a pull request of a real repository: `origin/main` its base,
+/// the job summary and the step outputs files, as on a runner. (Checking
+/// out and installing the wheel are GitHub's and pipx's; the binary under
+/// test stands in for the installed one.)
 #[test]
-fn ci_recipe_checks_for_stale_output_and_publishes_the_diff() {
+fn ci_recipe_runs_on_a_pull_request() {
     let wf = one("docs/gitops/github-actions.yaml");
     let steps = wf["jobs"]["manifests"]["steps"].as_array().expect("steps");
+    assert_eq!(steps[0]["with"]["fetch-depth"], 0, "the base's commits");
     let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
     let has = |cmd: &str| runs.iter().any(|r| r.contains(cmd));
     assert!(has("trainc validate --format github"));
-    assert!(has("trainc diff --format markdown"));
+    assert!(has("trainc diff --base \"$BASE\" --format markdown"));
     assert!(has("test \"$status\" -le 1"));
     assert!(runs.last().expect("steps").trim() == "trainc build --check --format github");
 
-    // And the commands do what the recipe relies on.
-    let dir = scratch_example("mnist");
-    let o = run(dir.path(), &["diff", "--format", "markdown"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("### trainc diff"));
+    let dir = common::pull_request("pytorch", true);
+    common::edit(
+        &dir.path().join("jobs/digits.yaml"),
+        "learning_rate: 0.05",
+        "learning_rate: 0.02",
+    );
+    assert!(run(dir.path(), &["build"]).status.success());
+    common::commit_all(dir.path(), "tune");
+    common::git(
+        dir.path(),
+        &["update-ref", "refs/remotes/origin/main", "main"],
+    );
+    let bin = Path::new(env!("CARGO_BIN_EXE_trainc"))
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let github = tempfile::tempdir().expect("tempdir");
+    let summary = github.path().join("summary.md");
+    let outputs = github.path().join("outputs");
+    for step in steps {
+        let Some(script) = step["run"].as_str() else {
+            continue;
+        };
+        if !script.contains("trainc ") || script.contains("pipx install") {
+            continue;
+        }
+        let mut cmd = std::process::Command::new("bash");
+        // GitHub's `run:` shell: `bash -e {0}`.
+        cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("TRAINC_CACHE_DIR", common::cache_dir())
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_OUTPUT", &outputs);
+        if let Some(env) = step["env"].as_object() {
+            for (k, v) in env {
+                let v = v.as_str().expect("a string");
+                cmd.env(k, v.replace("${{ github.base_ref }}", "main"));
+            }
+        }
+        let o = cmd.output().expect("bash runs");
+        assert!(
+            o.status.success(),
+            "step {:?}: {}{}",
+            step["name"],
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    let published = fs::read_to_string(&summary).expect("the job summary");
+    assert!(
+        published.starts_with("### trainc diff against `origin/main ("),
+        "{published}"
+    );
+    assert!(
+        published.contains("every task starts again (hyperparameters.learning_rate: 0.05 → 0.02)"),
+        "{published}"
+    );
+    assert_eq!(
+        fs::read_to_string(&outputs).expect("the step outputs"),
+        "status=1\n"
+    );
 }
 
 /// pre-commit's own checks of the hooks manifest and of every

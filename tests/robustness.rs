@@ -37,8 +37,8 @@ fn check(text: String) {
     }
     let _ = diagnostic::render_text(&diags, false);
     let _ = trainc::report::json(serde_json::Value::Null, &diags);
-    let _ = trainc::report::github::render(&diags, &[]);
-    let _ = trainc::report::sarif::render(&diags, &[]);
+    let _ = trainc::report::github::render(&diags, &[], &[]);
+    let _ = trainc::report::sarif::render(&diags, &[], &[]);
 }
 
 #[test]

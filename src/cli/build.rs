@@ -12,8 +12,10 @@ use crate::report;
 use serde_json::{Value, json};
 
 /// The flags of `trainc build`.
-pub(super) struct BuildOptions {
+pub(super) struct BuildOptions<'a> {
     pub(super) check: bool,
+    /// `--base REF` (with `--check`): the commit the runs are compared with.
+    pub(super) base: Option<&'a str>,
     pub(super) no_cache: bool,
     pub(super) verbose: bool,
     pub(super) format: Format,
@@ -30,6 +32,7 @@ pub(super) fn build(
 ) -> Result<Status, Failure> {
     let BuildOptions {
         check,
+        base,
         no_cache,
         verbose,
         format,
@@ -44,9 +47,33 @@ pub(super) fn build(
         show_warnings: matches!(format, Format::Text | Format::Github),
     };
     let mode = if check { Mode::Check } else { Mode::Write };
-    let built = crate::build::run(cwd, &targets, &inputs.paths, mode, no_cache, &mut reporter)?;
-    let plans: Vec<(Plan, String)> = built.dirs.into_iter().map(|d| (d.plan, d.shown)).collect();
-    let warnings = built.warnings;
+    // With `--base`, the build that compares with the base is the check.
+    let (dirs, warnings, against) = match base {
+        Some(reference) => {
+            let (base, compared) = super::base::compare(
+                cwd,
+                inputs,
+                output,
+                &targets,
+                reference,
+                &mut reporter,
+                &fail(format),
+            )?;
+            let plans = compared
+                .against_base
+                .into_iter()
+                .map(|d| (d.plan, d.shown, d.label_runs))
+                .collect();
+            let report = super::diff::report(plans, Some(&base), &compared.changed);
+            (compared.on_disk, compared.warnings, Some(report))
+        }
+        None => {
+            let built =
+                crate::build::run(cwd, &targets, &inputs.paths, mode, no_cache, &mut reporter)?;
+            (built.dirs, built.warnings, None)
+        }
+    };
+    let plans: Vec<(Plan, String)> = dirs.into_iter().map(|d| (d.plan, d.shown)).collect();
     let current = plans.iter().all(|(p, _)| p.is_noop());
     // Nothing to do is one line, however many directories.
     let text = if check {
@@ -59,6 +86,9 @@ pub(super) fn build(
         });
         if !current {
             text.push_str("run `trainc build` and commit the result\n");
+        }
+        if let Some(against) = &against {
+            text.push_str(&crate::diff::render_text(against, false, true));
         }
         text
     } else {
@@ -79,7 +109,11 @@ pub(super) fn build(
                     unchanged: plan.count(Op::Unchanged),
                 })
                 .collect();
-            let _ = write!(stdout, "{}", document(format, check, &done, &warnings));
+            let _ = write!(
+                stdout,
+                "{}",
+                document(format, check, &done, &warnings, against.as_ref())
+            );
             if format == Format::Github {
                 eprint!("{text}");
             }
@@ -144,7 +178,23 @@ impl Done<'_> {
 
 /// The report of `build` or `build --check` for tools. Stale files are
 /// annotated (GitHub, SARIF) only by `--check`: a build has just written them.
-fn document(format: Format, check: bool, dirs: &[Done], warnings: &[Diagnostic]) -> String {
+fn document(
+    format: Format,
+    check: bool,
+    dirs: &[Done],
+    warnings: &[Diagnostic],
+    against: Option<&crate::diff::Report>,
+) -> String {
+    // The runs a pull request changes, as notes for its reviewers.
+    let notes: Vec<String> = against
+        .map(|r| {
+            let base = r.base.as_ref().map(|b| b.shown()).unwrap_or_default();
+            r.runs
+                .iter()
+                .map(|run| format!("against {base}: {}", run.line()))
+                .collect()
+        })
+        .unwrap_or_default();
     let stale: Vec<report::Stale> = if check {
         dirs.iter()
             .flat_map(|d| {
@@ -158,14 +208,24 @@ fn document(format: Format, check: bool, dirs: &[Done], warnings: &[Diagnostic])
         Vec::new()
     };
     match format {
-        Format::Github => report::github::render(warnings, &stale),
-        Format::Sarif => report::sarif::render(warnings, &stale),
+        Format::Github => report::github::render(warnings, &stale, &notes),
+        Format::Sarif => report::sarif::render(warnings, &stale, &notes),
         Format::Text | Format::Json => {
-            let body = json!({
+            let mut body = json!({
                 "check": check,
                 "current": dirs.iter().all(|d| d.plan.is_none_or(Plan::is_noop)),
                 "directories": dirs.iter().map(Done::json).collect::<Vec<_>>(),
             });
+            if let Some(r) = against {
+                // What a reviewer reads: the runs and what they request,
+                // and each resource's changed fields; the file diffs are
+                // `trainc diff --base`'s.
+                let mut r = r.clone();
+                for e in &mut r.changes {
+                    e.diff.clear();
+                }
+                body["against_base"] = serde_json::to_value(&r).unwrap_or_default();
+            }
             report::json(body, warnings)
         }
     }

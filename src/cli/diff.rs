@@ -1,5 +1,6 @@
 //! `trainc diff`.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -7,8 +8,18 @@ use super::targets::targets;
 use super::{
     Color, Deny, DiffFormat, Failure, Format, Inputs, Out, Output, Reporter, Status, fail,
 };
+use crate::base::Base;
 use crate::build::Mode;
+use crate::diff::FieldChange;
 use crate::plan;
+
+/// The flags of `trainc diff`.
+pub(super) struct DiffOptions<'a> {
+    pub(super) format: DiffFormat,
+    pub(super) stat: bool,
+    pub(super) base: Option<&'a str>,
+    pub(super) color: Color,
+}
 
 /// `trainc diff`.
 pub(super) fn diff(
@@ -16,10 +27,14 @@ pub(super) fn diff(
     stdout: &mut Out,
     inputs: &Inputs,
     output: &Output,
-    format: DiffFormat,
-    stat: bool,
-    color: Color,
+    opts: &DiffOptions,
 ) -> Result<Status, Failure> {
+    let DiffOptions {
+        format,
+        stat,
+        base,
+        color,
+    } = *opts;
     let findings = if format == DiffFormat::Json {
         Format::Json
     } else {
@@ -34,6 +49,24 @@ pub(super) fn diff(
         color,
         show_warnings: format != DiffFormat::Json,
     };
+    if let Some(reference) = base {
+        let (base, compared) = super::base::compare(
+            cwd,
+            inputs,
+            output,
+            &targets,
+            reference,
+            &mut reporter,
+            &fail,
+        )?;
+        let plans = compared
+            .against_base
+            .into_iter()
+            .map(|d| (d.plan, d.shown, d.label_runs))
+            .collect();
+        let report = report(plans, Some(&base), &compared.changed);
+        return Ok(finish(stdout, &report, &compared.warnings, format, stat));
+    }
     // `diff` never records, and has no `--no-cache`: an empty
     // `TRAINC_CACHE_DIR` turns the cache off.
     let built = crate::build::run(
@@ -49,21 +82,19 @@ pub(super) fn diff(
         .into_iter()
         .map(|d| (d.plan, d.shown, d.label_runs))
         .collect();
-    finish(stdout, plans, &built.warnings, format, stat)
+    let report = report(plans, None, &BTreeMap::new());
+    Ok(finish(stdout, &report, &built.warnings, format, stat))
 }
 
-/// Reports the plans of a diff.
-fn finish(
-    stdout: &mut Out,
+/// The report of a diff's plans, against `base` when given, each re-run
+/// naming the fields of its definition that `changed`.
+pub(super) fn report(
     plans: Vec<(plan::Plan, String, bool)>,
-    warnings: &[crate::diagnostic::Diagnostic],
-    format: DiffFormat,
-    stat: bool,
-) -> Result<Status, Failure> {
+    base: Option<&Base>,
+    changed: &BTreeMap<String, Vec<FieldChange>>,
+) -> crate::diff::Report {
     let mut reports = Vec::new();
-    let mut noop = true;
     for (plan, shown, label) in plans {
-        noop &= plan.is_noop();
         let mut report = crate::diff::report(&plan, &shown);
         if label {
             for r in &mut report.runs {
@@ -72,12 +103,29 @@ fn finish(
         }
         reports.push(report);
     }
-    let report = crate::diff::Report::merge(reports);
+    let mut report = crate::diff::Report::merge(reports);
+    report.base = base.map(Base::named);
+    report.explain(changed);
+    report
+}
+
+/// Prints a diff's report: exit 0 for no changes, 1 for some.
+fn finish(
+    stdout: &mut Out,
+    report: &crate::diff::Report,
+    warnings: &[crate::diagnostic::Diagnostic],
+    format: DiffFormat,
+    stat: bool,
+) -> Status {
     let text = match format {
-        DiffFormat::Text => crate::diff::render_text(&report, true, stat),
-        DiffFormat::Markdown => crate::diff::render_markdown(&report, stat),
-        DiffFormat::Json => crate::diff::render_json(&report, warnings),
+        DiffFormat::Text => crate::diff::render_text(report, true, stat),
+        DiffFormat::Markdown => crate::diff::render_markdown(report, stat),
+        DiffFormat::Json => crate::diff::render_json(report, warnings),
     };
     let _ = write!(stdout, "{text}");
-    Ok(if noop { Status::Ok } else { Status::Changes })
+    if report.changes.is_empty() {
+        Status::Ok
+    } else {
+        Status::Changes
+    }
 }

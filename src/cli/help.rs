@@ -102,6 +102,10 @@ pub const BUILD: Page = Page {
             "trainc build --check --deny-warnings",
         ),
         (
+            "The same, also naming the runs a pull request restarts",
+            "trainc build --check --base origin/main",
+        ),
+        (
             "Compile even if the build cache says nothing changed",
             "trainc build --no-cache -v",
         ),
@@ -121,8 +125,8 @@ pub const DIFF: Page = Page {
         ("What `trainc build` would change", "trainc diff"),
         ("Only the per-resource summary", "trainc diff --stat"),
         (
-            "A report for a pull request",
-            "trainc diff --format markdown > diff.md",
+            "A pull request's report: what it changes against its base branch",
+            "trainc diff --base origin/main --format markdown > diff.md",
         ),
     ],
     exit: &[

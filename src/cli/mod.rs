@@ -2,6 +2,7 @@
 //! exit codes. Each command has its own module; the work is done by
 //! [`crate::pipeline`] and the stages behind it.
 
+mod base;
 mod build;
 mod completions;
 mod diff;
@@ -146,6 +147,11 @@ pub enum Command {
         /// Write nothing; exit 1 if the output directory is stale.
         #[arg(long)]
         check: bool,
+        /// With `--check`: also report the runs that start, start again or
+        /// stop between the output at this git commit (a pull request's
+        /// base) and the working tree's.
+        #[arg(long, value_name = "REF", requires = "check")]
+        base: Option<String>,
         /// Compile and compare every file even when the build cache says
         /// nothing changed, and leave the cache alone.
         #[arg(long)]
@@ -168,6 +174,11 @@ pub enum Command {
         /// Only the per-resource summary, no file diffs.
         #[arg(long)]
         stat: bool,
+        /// Compare with the output at this git commit (a pull request's
+        /// base: committed there, or built from its definitions) instead of
+        /// the output directory on disk.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
     },
     /// Run every task of one job as local processes, as the cluster would.
     ///
@@ -353,12 +364,14 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             inputs,
             output,
             check,
+            base,
             no_cache,
             verbose,
             format,
         } => {
             let opts = build::BuildOptions {
                 check,
+                base: base.as_deref(),
                 no_cache,
                 verbose,
                 format,
@@ -371,7 +384,16 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             output,
             format,
             stat,
-        } => diff::diff(&cwd, out, &inputs, &output, format, stat, cli.color),
+            base,
+        } => {
+            let opts = diff::DiffOptions {
+                format,
+                stat,
+                base: base.as_deref(),
+                color: cli.color,
+            };
+            diff::diff(&cwd, out, &inputs, &output, &opts)
+        }
         Command::Run(args) => run_local::run_local(&cwd, stdout, args, cli.color),
         Command::Schema { kind } => {
             let text = match kind {
@@ -504,8 +526,8 @@ pub fn report(failure: &Failure, color: Color) {
     let doc = match failure.format {
         Format::Text => None,
         Format::Json => Some(crate::report::json(serde_json::Value::Null, diags)),
-        Format::Github => Some(crate::report::github::render(diags, &[])),
-        Format::Sarif => Some(crate::report::sarif::render(diags, &[])),
+        Format::Github => Some(crate::report::github::render(diags, &[], &[])),
+        Format::Sarif => Some(crate::report::sarif::render(diags, &[], &[])),
     };
     if let Some(doc) = &doc {
         let _ = write!(std::io::stdout(), "{doc}");

@@ -74,9 +74,9 @@ pub(super) fn validate(
             // the pull request.
             warn(&warnings, color);
             eprintln!("{line}");
-            report::github::render(&warnings, &[])
+            report::github::render(&warnings, &[], &[])
         }
-        Format::Sarif => report::sarif::render(&warnings, &[]),
+        Format::Sarif => report::sarif::render(&warnings, &[], &[]),
     };
     let _ = write!(stdout, "{doc}");
     Ok(Status::Ok)

@@ -81,7 +81,7 @@ pub fn message(d: &Diagnostic) -> String {
 }
 
 /// One command per finding, then one per stale file.
-pub fn render(diags: &[Diagnostic], stale: &[Stale]) -> String {
+pub fn render(diags: &[Diagnostic], stale: &[Stale], notes: &[String]) -> String {
     let mut out = String::new();
     for d in diags {
         let name = match d.severity {
@@ -103,6 +103,13 @@ pub fn render(diags: &[Diagnostic], stale: &[Stale]) -> String {
             ..Properties::default()
         };
         out.push_str(&command("error", &props, &s.message()));
+    }
+    for n in notes {
+        let props = Properties {
+            title: Some(rules::RUN_CHANGE.short),
+            ..Properties::default()
+        };
+        out.push_str(&command("notice", &props, n));
     }
     out
 }

@@ -54,8 +54,17 @@ pub const STALE: Rule = Rule {
     full: "A file of the output or build directory is not what `trainc build` writes from the committed definitions: it would be created, updated or deleted. Run `trainc build` and commit the result.",
 };
 
+/// A training run that a pull request starts, starts again or stops
+/// (`build --check --base`): a note for reviewers, not a problem.
+pub const RUN_CHANGE: Rule = Rule {
+    id: "trainc/run-change",
+    name: "RunChange",
+    short: "Training run starts, restarts or stops",
+    full: "Compared with the base commit given to `--base`, a training run of the output starts, starts again from its first step (with the fields of its definition that changed), or stops. A note for reviewers: what the change costs in GPU hours.",
+};
+
 /// Every rule, in the order SARIF lists them (`ruleIndex`).
-pub const ALL: [&Rule; 4] = [&FIELD, &FILE, &COMMAND, &STALE];
+pub const ALL: [&Rule; 5] = [&FIELD, &FILE, &COMMAND, &STALE, &RUN_CHANGE];
 
 /// The kind of a finding.
 pub fn of(d: &Diagnostic) -> &'static Rule {
@@ -87,7 +96,8 @@ mod tests {
                 "trainc/field",
                 "trainc/file",
                 "trainc/command",
-                "trainc/stale-output"
+                "trainc/stale-output",
+                "trainc/run-change"
             ]
         );
         for (i, r) in ALL.iter().enumerate() {

@@ -102,7 +102,7 @@ fn stale(s: &Stale) -> Value {
 }
 
 /// The log, pretty-printed, one trailing newline.
-pub fn render(diags: &[Diagnostic], stale_files: &[Stale]) -> String {
+pub fn render(diags: &[Diagnostic], stale_files: &[Stale], notes: &[String]) -> String {
     let rules: Vec<Value> = rules::ALL
         .iter()
         .map(|r| {
@@ -111,7 +111,7 @@ pub fn render(diags: &[Diagnostic], stale_files: &[Stale]) -> String {
                 "name": r.name,
                 "shortDescription": {"text": r.short},
                 "fullDescription": {"text": r.full},
-                "defaultConfiguration": {"level": "error"},
+                "defaultConfiguration": {"level": if **r == rules::RUN_CHANGE { "note" } else { "error" }},
             })
         })
         .collect();
@@ -130,6 +130,11 @@ pub fn render(diags: &[Diagnostic], stale_files: &[Stale]) -> String {
         .iter()
         .map(finding)
         .chain(stale_files.iter().map(stale))
+        .chain(
+            notes
+                .iter()
+                .map(|n| Value::Object(result(&rules::RUN_CHANGE, "note", n.clone()))),
+        )
         .collect();
     let log = json!({
         "$schema": SCHEMA,

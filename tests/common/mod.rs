@@ -369,3 +369,49 @@ def plain(v, where):
         return v
     sys.exit(f"{where}: {v!r} is a {type(v).__name__}")
 "#;
+
+/// Runs git in `dir` as a test's own user, whatever the machine's git
+/// configuration says; panics when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "trainc tests")
+        .env("GIT_AUTHOR_EMAIL", "tests@trainc.invalid")
+        .env("GIT_COMMITTER_NAME", "trainc tests")
+        .env("GIT_COMMITTER_EMAIL", "tests@trainc.invalid")
+        .output()
+        .expect("git runs");
+    assert!(o.status.success(), "git {}: {}", args.join(" "), stderr(&o));
+    stdout(&o)
+}
+
+/// A git repository holding a scratch copy of an example, committed on
+/// `main` (with its output built and committed when `with_output`), and
+/// checked out on a new branch `pr`: a pull request about to be made.
+pub fn pull_request(name: &str, with_output: bool) -> tempfile::TempDir {
+    let dir = scratch_example(name);
+    git(dir.path(), &["init", "--quiet", "--initial-branch=main"]);
+    if with_output {
+        let o = run(dir.path(), &["build"]);
+        assert!(o.status.success(), "build failed: {}", stderr(&o));
+    }
+    commit_all(dir.path(), "the base");
+    git(dir.path(), &["checkout", "--quiet", "-b", "pr"]);
+    dir
+}
+
+/// Commits every file of the work tree.
+pub fn commit_all(dir: &Path, message: &str) {
+    git(dir, &["add", "--all"]);
+    git(dir, &["commit", "--quiet", "--allow-empty", "-m", message]);
+}
+
+/// Replaces `from` by `to` in a file, which must hold it.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).expect("read");
+    assert!(text.contains(from), "{} holds no {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).expect("write");
+}
