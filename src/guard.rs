@@ -273,6 +273,7 @@ mod tests {
             sources: vec![root.join("p/jobs")],
             output: root.join("p/deploy"),
             build_output: root.join("p/build"),
+            own_output: true,
             library: None,
             resources: Vec::new(),
             cluster: None,

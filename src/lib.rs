@@ -45,3 +45,4 @@ pub mod source;
 pub mod suggest;
 pub mod validate;
 pub mod variant;
+pub mod workspace;

@@ -918,6 +918,10 @@ pub fn across_sets(
     facts: &[SetFacts],
     clean: bool,
 ) -> Vec<Diagnostic> {
+    // With `ownOutput: false` the project's own build specs are not
+    // written: a variant's images are built by its own, or by none.
+    let none = std::collections::BTreeSet::new();
+    let base = if project.own_output { base } else { &none };
     let mut found: Vec<Diagnostic> = sets
         .iter()
         .zip(facts)
@@ -1018,9 +1022,14 @@ fn foreign_images(
         1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
+    let why = if project.own_output {
+        "its patches change what they are built from"
+    } else {
+        "with `ownOutput: false` the project's own build specs are not written"
+    };
     Some(
         Diagnostic::new(format!(
-            "variant `{}` uses images that the project's build specs do not build ({first}{more}): its patches change what they are built from",
+            "variant `{}` uses images that the project's build specs do not build ({first}{more}): {why}",
             variant.name
         ))
         .path(doc.dotted(&at))

@@ -26,6 +26,9 @@ pub struct Project {
     pub output: PathBuf,
     /// Where container build specs go: outside `output`.
     pub build_output: PathBuf,
+    /// Whether the definitions as written are built into `output` (and
+    /// `build_output`); `false`: only the variants are (`ownOutput`).
+    pub own_output: bool,
     /// The project's library directory, overriding built-in presets and
     /// templates by name.
     pub library: Option<PathBuf>,
@@ -61,6 +64,7 @@ impl Project {
                 sources: vec![cwd.join(DEFAULT_SOURCES)],
                 output: cwd.join(DEFAULT_OUTPUT),
                 build_output: cwd.join(DEFAULT_BUILD_OUTPUT),
+                own_output: true,
                 library: None,
                 resources: Vec::new(),
                 cluster: None,
@@ -126,6 +130,7 @@ impl Project {
                     build_output: v.build_output.as_deref().map(|b| root.join(b)),
                     cluster: v.cluster,
                     resources: resources_at(&root, &format!("{at}/resources"), &v.resources),
+                    jobs: v.jobs,
                     patches: v
                         .patches
                         .into_iter()
@@ -144,6 +149,15 @@ impl Project {
         if !found.is_empty() {
             return Err(found);
         }
+        let own_output = pf.own_output.unwrap_or(true);
+        if !own_output && variants.is_empty() {
+            return Err(vec![
+                Diagnostic::new("`ownOutput: false` with no variants: nothing would be built")
+                    .path("ownOutput")
+                    .at(doc.locate("/ownOutput"))
+                    .hint("add the variants to build under `variants`, or leave `ownOutput` out to build the definitions as written into `output`"),
+            ]);
+        }
         let doc = docs.into_iter().next();
         Ok(Self {
             root,
@@ -152,6 +166,7 @@ impl Project {
             sources,
             output,
             build_output,
+            own_output,
             library,
             resources,
             cluster: pf.cluster,

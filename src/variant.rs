@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::load::Document;
-use crate::model::project::{Patch, Variant};
+use crate::model::project::Variant;
 
 /// The name a document's patches are chosen by: its `metadata.name` as
 /// written.
@@ -29,6 +29,7 @@ fn name_of(doc: &Document) -> Option<&str> {
 /// as they are, for validation to report.
 pub fn apply(variant: &Variant, docs: Vec<Document>, project: &Document) -> Vec<Document> {
     docs.into_iter()
+        .filter(|doc| selected(variant, doc))
         .map(|mut doc| {
             if !doc.value.is_object() {
                 return doc;
@@ -44,6 +45,15 @@ pub fn apply(variant: &Variant, docs: Vec<Document>, project: &Document) -> Vec<
         .collect()
 }
 
+/// Whether `variant` builds the job of `doc`: every job, unless its `jobs`
+/// names some. A document that is not a job stays, for validation.
+fn selected(variant: &Variant, doc: &Document) -> bool {
+    match (&variant.jobs, name_of(doc)) {
+        (Some(jobs), Some(name)) => jobs.iter().any(|j| j == name),
+        _ => true,
+    }
+}
+
 /// The names a variant's `job:` may give: the `metadata.name` of each
 /// `TrainingJob` among `docs`, as written.
 pub fn names(docs: &[Document]) -> Vec<String> {
@@ -54,13 +64,13 @@ pub fn names(docs: &[Document]) -> Vec<String> {
         .collect()
 }
 
-/// A `job:` that names none of `names` (all the project's definitions'
-/// [`names`]): a patch that silently applies to nothing is a typo.
+/// A `job:` or an entry of `jobs` that names none of `names` (all the
+/// project's definitions' [`names`]): a patch that silently applies to
+/// nothing, or a job a variant silently leaves out, is a typo.
 pub fn unmatched(variant: &Variant, names: &BTreeSet<&str>, project: &Document) -> Vec<Diagnostic> {
     let known: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     unknown_jobs(variant, names)
-        .map(|(p, job)| {
-            let at = format!("{}/job", p.pointer);
+        .map(|(at, job)| {
             let hint = match crate::suggest::did_you_mean(job, names.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!(
@@ -76,17 +86,25 @@ pub fn unmatched(variant: &Variant, names: &BTreeSet<&str>, project: &Document) 
         .collect()
 }
 
-/// The patches of `variant` whose `job:` is none of `names` (the
-/// definitions' `metadata.name`s), with that `job:`: the one rule of
-/// [`unmatched`], which the build cache runs over its summaries.
+/// The job names of `variant` (a patch's `job:`, an entry of `jobs`) that
+/// are none of `names` (the definitions' `metadata.name`s), each with where
+/// the project file gives it: the one rule of [`unmatched`], which the
+/// build cache runs over its summaries.
 pub fn unknown_jobs<'a>(
     variant: &'a Variant,
     names: &'a BTreeSet<&str>,
-) -> impl Iterator<Item = (&'a Patch, &'a str)> {
-    variant.patches.iter().filter_map(|p| {
-        let job = p.job.as_deref()?;
-        (!names.contains(job)).then_some((p, job))
-    })
+) -> impl Iterator<Item = (String, &'a str)> {
+    let patches = variant
+        .patches
+        .iter()
+        .filter_map(|p| Some((format!("{}/job", p.pointer), p.job.as_deref()?)));
+    let jobs = variant
+        .jobs
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, j)| (format!("{}/{i}", variant.pointer("jobs")), j.as_str()));
+    patches.chain(jobs).filter(|(_, job)| !names.contains(job))
 }
 
 #[cfg(test)]
@@ -95,6 +113,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::model::project::Patch;
     use crate::source::SourceFile;
 
     fn doc(name: &str, text: &str) -> Document {
@@ -117,6 +136,7 @@ mod tests {
             build_output: None,
             cluster: None,
             resources: Vec::new(),
+            jobs: None,
             patches: vec![Patch {
                 job: None,
                 value: project

@@ -53,6 +53,8 @@ enum Step {
     /// Run trainc with these arguments, which must succeed; its output is
     /// not shown in the doc.
     Trainc(&'static [&'static str]),
+    /// Move `from` to `to`.
+    Move(&'static str, &'static str),
 }
 
 struct Example {
@@ -64,7 +66,7 @@ struct Example {
 }
 
 use Sandbox::{Empty, Example as Scratch, Same};
-use Step::{CopyEdit, Edit, Trainc, Write};
+use Step::{CopyEdit, Edit, Move, Trainc, Write};
 
 const LOWER_WORKERS: Step = Edit(
     "jobs/mnist.yaml",
@@ -79,6 +81,26 @@ const RESNET: Step = CopyEdit(
     "name: mnist",
     "name: resnet",
 );
+
+/// A small project of one team in a repository of several (the `.git`
+/// marks the repository's top), for "Several projects in one repository".
+const TEAM_PROJECT: &str =
+    "apiVersion: trainc.dev/v1alpha1\nkind: Project\ndefaults: {namespace: ml}\n";
+
+/// A job of such a project, named `$name`, its definition ending with
+/// `$more` (a volume).
+macro_rules! team_job {
+    ($name:literal, $more:literal) => {
+        concat!(
+            "apiVersion: trainc.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: ",
+            $name,
+            "}\nspec:\n  framework: pytorch\n  image: registry.example.com/ml/",
+            $name,
+            ":1.0\n  command: [python, /app/train.py]\n  roles:\n    worker: {replicas: 2}\n",
+            $more
+        )
+    };
+}
 
 /// Every `console` block, in document order (docs in the order of
 /// [`docs`]).
@@ -256,6 +278,46 @@ variants:
         first: "$ trainc build resnet.yaml",
         sandbox: Same,
         before: &[RESNET],
+    },
+    // "Several projects in one repository": two teams' projects with the
+    // same job and volume, then a job moved from one project to another.
+    Example {
+        doc: "docs/project.md",
+        first: "$ trainc build --workspace",
+        sandbox: Empty,
+        before: &[
+            Write(".git/HEAD", "ref: refs/heads/main\n"),
+            Write("teams/b/trainc.yaml", TEAM_PROJECT),
+            Write(
+                "teams/b/jobs/mnist.yaml",
+                team_job!(
+                    "mnist",
+                    "  storage:\n    - {name: data, mountPath: /data, size: 5Gi, nfs: {server: nas.example.com, path: /data}}\n"
+                ),
+            ),
+            Write("teams/c/trainc.yaml", TEAM_PROJECT),
+            Write(
+                "teams/c/jobs/mnist.yaml",
+                team_job!(
+                    "mnist",
+                    "  storage:\n    - {name: data, mountPath: /data, size: 5Gi, nfs: {server: nas.example.com, path: /data}}\n"
+                ),
+            ),
+        ],
+    },
+    Example {
+        doc: "docs/project.md",
+        first: "$ cd teams/a",
+        sandbox: Empty,
+        before: &[
+            Write(".git/HEAD", "ref: refs/heads/main\n"),
+            Write("teams/a/trainc.yaml", TEAM_PROJECT),
+            Write("teams/a/jobs/digits.yaml", team_job!("digits", "")),
+            Write("teams/a/jobs/other.yaml", team_job!("other", "")),
+            Trainc(&["build", "--project", "teams/a/trainc.yaml"]),
+            Write("teams/d/trainc.yaml", TEAM_PROJECT),
+            Move("teams/a/jobs/digits.yaml", "teams/d/jobs/digits.yaml"),
+        ],
     },
     // "Building part of a project"
     Example {
@@ -536,6 +598,11 @@ fn prepare(sandbox: &Sandbox, before: &[Step], last: Option<Place>) -> Result<Pl
                 let text = fs::read_to_string(p.join(from)).map_err(|e| format!("{from}: {e}"))?;
                 fs::write(p.join(to), replace_once(&text, a, b, from)?)
                     .map_err(|e| format!("{to}: {e}"))?;
+            }
+            Move(from, to) => {
+                let to_path = p.join(to);
+                fs::create_dir_all(to_path.parent().expect("parent")).expect("mkdir");
+                fs::rename(p.join(from), &to_path).map_err(|e| format!("{from}: {e}"))?;
             }
             Trainc(args) => {
                 let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();

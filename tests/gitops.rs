@@ -292,10 +292,14 @@ fn ci_recipe_runs_on_a_pull_request() {
     assert_eq!(steps[0]["with"]["fetch-depth"], 0, "the base's commits");
     let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
     let has = |cmd: &str| runs.iter().any(|r| r.contains(cmd));
-    assert!(has("trainc validate --format github"));
-    assert!(has("trainc diff --base \"$BASE\" --format markdown"));
+    assert!(has("trainc validate --workspace --format github"));
+    assert!(has(
+        "trainc diff --workspace --base \"$BASE\" --format markdown"
+    ));
     assert!(has("test \"$status\" -le 1"));
-    assert!(runs.last().expect("steps").trim() == "trainc build --check --format github");
+    assert!(
+        runs.last().expect("steps").trim() == "trainc build --check --workspace --format github"
+    );
 
     let dir = common::pull_request("pytorch", true);
     common::edit(
@@ -353,7 +357,7 @@ fn ci_recipe_runs_on_a_pull_request() {
     }
     let published = fs::read_to_string(&summary).expect("the job summary");
     assert!(
-        published.starts_with("### trainc diff against `origin/main ("),
+        published.starts_with("## Project `trainc.yaml`\n\n### trainc diff against `origin/main ("),
         "{published}"
     );
     assert!(

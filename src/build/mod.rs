@@ -118,12 +118,19 @@ pub fn run<R: Report>(
     let Planned {
         dirs,
         locks,
-        warnings,
+        mut warnings,
         refused,
         read,
         mut state,
         ..
     } = planned;
+    // A job another project of the repository now builds, about to be
+    // pruned from here: said before anything is written.
+    warnings.extend(crate::workspace::moved(
+        &targets.project,
+        dirs.iter()
+            .map(|d| (&d.directory.plan, d.directory.shown.as_str())),
+    ));
     let release =
         |locks: Vec<plan::Lock>| locks.into_iter().rev().for_each(plan::Lock::release_unused);
     if let Err(e) = report.warnings(&warnings) {

@@ -23,6 +23,7 @@ fn only_what_the_plan_would_leave_is_recorded() {
         sources: Vec::new(),
         output: out.clone(),
         build_output: root.join("build"),
+        own_output: true,
         library: None,
         resources: Vec::new(),
         cluster: None,

@@ -49,7 +49,12 @@ pub(super) fn compare(
         ),
         None => None,
     };
-    let committed = base.at(&project.output).is_some_and(|d| d.is_dir());
+    // The first directory the build writes: the project's `output`, or
+    // its first variant's with `ownOutput: false`.
+    let committed = dirs
+        .first()
+        .and_then(|d| base.at(d))
+        .is_some_and(|d| d.is_dir());
     let old = match &base_project {
         _ if committed => Old::Committed,
         Some((cwd, file, p)) if crate::pipeline::files(p, cwd, &[]).is_ok() => {
@@ -58,6 +63,7 @@ pub(super) fn compare(
                 project: file.clone(),
                 variant: inputs.variant.clone(),
                 deny_warnings: false,
+                workspace: false,
             };
             let none = Output {
                 output: None,

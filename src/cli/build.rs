@@ -1,6 +1,5 @@
 //! `trainc build` and `trainc build --check`.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::{status, summary, targets};

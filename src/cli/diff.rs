@@ -1,7 +1,6 @@
 //! `trainc diff`.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::targets;

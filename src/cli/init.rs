@@ -1,6 +1,5 @@
 //! `trainc init`.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use super::{Failure, Out, Status, SummaryFormat, fail};

@@ -13,6 +13,7 @@ mod run_local;
 mod targets;
 mod validate;
 mod version;
+mod workspace;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -113,6 +114,10 @@ pub struct Inputs {
     /// `denyWarnings: true` does.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Every project of the repository: those `trainc-workspace.yaml` at
+    /// its top lists, else every `trainc.yaml` below the top.
+    #[arg(long, conflicts_with_all = ["paths", "project", "variant"])]
+    pub workspace: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -357,6 +362,15 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
     let mut stdout = anstream::AutoStream::new(std::io::stdout(), cli.color.choice()).lock();
     let out = &mut stdout;
     match cli.command {
+        Command::Validate { inputs, format } if inputs.workspace => workspace::each(
+            &cwd,
+            out,
+            None,
+            workspace::Combine::of(format),
+            cli.color,
+            |out, inputs| validate::validate(&cwd, out, inputs, format, cli.color),
+            inputs.deny_warnings,
+        ),
         Command::Validate { inputs, format } => {
             validate::validate(&cwd, out, &inputs, format, cli.color)
         }
@@ -377,6 +391,17 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 format,
                 color: cli.color,
             };
+            if inputs.workspace {
+                return workspace::each(
+                    &cwd,
+                    out,
+                    Some(&output),
+                    workspace::Combine::of(format),
+                    cli.color,
+                    |out, inputs| build::build(&cwd, out, inputs, &output, &opts),
+                    inputs.deny_warnings,
+                );
+            }
             build::build(&cwd, out, &inputs, &output, &opts)
         }
         Command::Diff {
@@ -392,6 +417,22 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
                 base: base.as_deref(),
                 color: cli.color,
             };
+            if inputs.workspace {
+                let combine = match format {
+                    DiffFormat::Text => workspace::Combine::Text,
+                    DiffFormat::Markdown => workspace::Combine::Markdown,
+                    DiffFormat::Json => workspace::Combine::Json,
+                };
+                return workspace::each(
+                    &cwd,
+                    out,
+                    Some(&output),
+                    combine,
+                    cli.color,
+                    |out, inputs| diff::diff(&cwd, out, inputs, &output, &opts),
+                    inputs.deny_warnings,
+                );
+            }
             diff::diff(&cwd, out, &inputs, &output, &opts)
         }
         Command::Run(args) => run_local::run_local(&cwd, stdout, args, cli.color),
@@ -425,8 +466,12 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
     }
 }
 
-/// Where commands print: stdout, coloured as `--color` says.
-type Out = anstream::AutoStream<std::io::StdoutLock<'static>>;
+/// Where commands print: stdout, coloured as `--color` says, or a buffer
+/// (`--workspace` gathers the JSON and SARIF of every project).
+type Out = dyn std::io::Write;
+
+/// Standard output, coloured as `--color` says.
+type Stdout = anstream::AutoStream<std::io::StdoutLock<'static>>;
 
 /// Whether warnings fail the command, and who said so. The command line
 /// is the user's own; the project file is the repository's, so its

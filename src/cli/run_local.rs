@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{Color, Failure, Out, RunArgs, Status, SummaryFormat, fail, plural, warn};
+use super::{Color, Failure, RunArgs, Status, Stdout, SummaryFormat, fail, plural, warn};
 use crate::diagnostic::Diagnostic;
 use crate::pipeline;
 use crate::project::Project;
@@ -12,7 +12,7 @@ use crate::project::Project;
 /// tasks start, so their output is not held behind its lock.
 pub(super) fn run_local(
     cwd: &Path,
-    mut stdout: Out,
+    mut stdout: Stdout,
     args: RunArgs,
     color: Color,
 ) -> Result<Status, Failure> {

@@ -58,7 +58,9 @@ pub(super) fn targets(
         partial_guard(&project, cwd, &inputs.paths).map_err(fail)?;
     }
     let mut sets = Vec::new();
-    if inputs.variant.is_empty() {
+    // `ownOutput: false`: the variants only, unless `-o` asks for the
+    // definitions as written somewhere.
+    if inputs.variant.is_empty() && (project.own_output || output.output.is_some()) {
         sets.push(Set {
             variant: None,
             output: project.output.clone(),

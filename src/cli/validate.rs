@@ -1,6 +1,5 @@
 //! `trainc validate`.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use super::targets::selected;

@@ -18,6 +18,8 @@ pub struct ProjectFile {
     pub sources: Option<Vec<String>>,
     pub output: Option<String>,
     pub build_output: Option<String>,
+    /// `false`: only the variants are built.
+    pub own_output: Option<bool>,
     /// The cluster `output` is synced to (see [`VariantFile::cluster`]).
     pub cluster: Option<String>,
     pub library: Option<String>,
@@ -49,6 +51,8 @@ pub struct VariantFile {
     pub cluster: Option<String>,
     #[serde(default)]
     pub resources: Vec<String>,
+    /// The jobs it builds, by name; `None`: every one.
+    pub jobs: Option<Vec<String>>,
     #[serde(default)]
     pub patches: Vec<PatchFile>,
 }
@@ -96,6 +100,8 @@ pub struct Variant {
     /// The cluster its output is synced to; `None`: the project's.
     pub cluster: Option<String>,
     pub resources: Vec<Resource>,
+    /// The jobs it builds, by `metadata.name`; `None`: every one.
+    pub jobs: Option<Vec<String>>,
     pub patches: Vec<Patch>,
 }
 
