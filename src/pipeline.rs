@@ -29,10 +29,23 @@ pub fn files(
     } else {
         paths.iter().map(|p| cwd.join(p)).collect()
     };
+    // Nothing here at all: no project file, no `jobs/`, no paths.
+    if paths.is_empty() && project.file.is_none() && roots.iter().all(|r| !r.exists()) {
+        return Err(vec![
+            Diagnostic::new(format!(
+                "no project here: no trainc.yaml in {} or above, and no `jobs` directory",
+                match crate::paths::shown_dir(cwd, &project.root).as_str() {
+                    "." => "this directory".to_owned(),
+                    dir => dir.to_owned(),
+                }
+            ))
+            .hint("run `trainc init` to start a project here, or pass definition files or directories"),
+        ]);
+    }
     let mut exclude = vec![project.output.clone()];
     exclude.extend(project.variants.iter().map(|v| v.output.clone()));
     exclude.extend(project.file.clone());
-    let files = load::discover(&project.root, cwd, &roots, &exclude)?;
+    let files = load::discover(&project.root, cwd, &roots, &exclude, !paths.is_empty())?;
     if files.is_empty() {
         let shown: Vec<String> = roots
             .iter()

@@ -166,8 +166,16 @@ fn sources_outside_the_root_are_refused() {
     .expect("write");
     let o = run(dir.path(), &["build"]);
     refused(dir.path(), &o, &["lies outside the project root"]);
-    let o = run(dir.path(), &["validate", &file.display().to_string()]);
-    refused(dir.path(), &o, &["lies outside the project root"]);
+    // A path typed on the command line is the user's own choice: read.
+    fs::write(outside.join("typed.yaml"), definition("typed", "")).expect("write");
+    let typed = outside.join("typed.yaml");
+    let o = run(dir.path(), &["validate", &typed.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    // But one typed inside the root that a link of the repository leads
+    // out of is the repository's doing.
+    std::os::unix::fs::symlink(&file, dir.path().join("jobs/typed-link.yaml")).expect("link");
+    let o = run(dir.path(), &["validate", "jobs/typed-link.yaml"]);
+    refused(dir.path(), &o, &["resolves to", "outside the project root"]);
 }
 
 #[test]

@@ -442,3 +442,20 @@ fn listed_kustomizations_that_do_more_than_list_are_warned_about() {
     let o = run(dir.path(), &["build"]);
     assert_eq!(stderr(&o).matches("warning: ").count(), 1, "{}", stderr(&o));
 }
+
+/// `trainc build` where there is nothing at all: no project file here or
+/// above, no `jobs/`, no paths. The way to start is said.
+#[test]
+fn an_empty_directory_says_to_start_a_project() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for cmd in [&["build"][..], &["validate"], &["diff"]] {
+        let o = common::run(dir.path(), cmd);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}");
+        let err = common::stderr(&o);
+        assert!(
+            err.contains("error: no project here: no trainc.yaml in this directory or above, and no `jobs` directory"),
+            "{err}"
+        );
+        assert!(err.contains("help: run `trainc init`"), "{err}");
+    }
+}

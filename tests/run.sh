@@ -13,6 +13,37 @@ set -euo pipefail
 # checks below read all of their input: `grep ... >/dev/null`.
 cd "$(dirname "$0")/.."
 
+# Unpacks Debian packages and everything they depend on into DIR/root,
+# without installing them: the dependencies are resolved as if nothing were
+# installed (an empty package status of our own), so that the same set is
+# unpacked whatever this machine has installed system-wide, a package asked
+# for included. libc6 alone is left to the system: its loader and its C
+# library must be the ones every program here runs with.
+debian_root() {
+  local dir=$1
+  shift
+  mkdir -p "$dir/debs/partial" "$dir/root"
+  : > "$dir/status"
+  fetch_debs() {
+    apt-get install --quiet --quiet --yes --no-install-recommends --download-only \
+      -o Dir::State::status="$PWD/$dir/status" \
+      -o Dir::Cache::archives="$PWD/$dir/debs" "$@" >/dev/null
+  }
+  if ! fetch_debs "$@"; then
+    # A fresh machine may have no package lists yet.
+    apt-get update --quiet --quiet >/dev/null
+    fetch_debs "$@"
+  fi
+  local deb
+  for deb in "$dir"/debs/*.deb; do
+    if [ "$(dpkg-deb --field "$deb" Package)" != libc6 ]; then
+      dpkg-deb --extract "$deb" "$dir/root"
+    fi
+  done
+  # apt locks the package status beside it, as dpkg would its own.
+  rm -rf "$dir/debs" "$dir/status" "$dir/lock" "$dir/lock-frontend"
+}
+
 venv=target/tools/venv
 kv_version=1.37.0
 pc_version=4.7.0
@@ -66,21 +97,10 @@ export TRAINC_TEST_PYTHON="$PWD/$tf_venv/bin/python"
 torch_dir=target/tools/torch
 torch_package=python3-torch
 torch_version=$(apt-cache policy "$torch_package" 2>/dev/null | sed -n 's/^  Candidate: //p')
-if [ ! -e "$torch_dir/.trainc-$torch_version" ] || [ -z "$torch_version" ]; then
+if [ ! -e "$torch_dir/.trainc-2-$torch_version" ] || [ -z "$torch_version" ]; then
   rm -rf "$torch_dir"
-  mkdir -p "$torch_dir/debs/partial" "$torch_dir/root"
-  fetch() {
-    apt-get install --quiet --quiet --yes --no-install-recommends --download-only \
-      -o Dir::Cache::archives="$PWD/$torch_dir/debs" "$torch_package" python3-numpy >/dev/null
-  }
-  if ! fetch; then
-    # A fresh machine may have no package lists yet.
-    apt-get update --quiet --quiet >/dev/null
-    fetch
-  fi
+  debian_root "$torch_dir" "$torch_package" python3-numpy
   torch_version=$(apt-cache policy "$torch_package" | sed -n 's/^  Candidate: //p')
-  for deb in "$torch_dir"/debs/*.deb; do dpkg-deb --extract "$deb" "$torch_dir/root"; done
-  rm -rf "$torch_dir/debs"
   cat > "$torch_dir/python" <<'WRAPPER'
 #!/bin/sh
 # Debian's python3 with the PyTorch unpacked beside this script.
@@ -94,7 +114,7 @@ exec /usr/bin/python3 "$@"
 WRAPPER
   chmod +x "$torch_dir/python"
   "$torch_dir/python" -c 'import torch.distributed as d; assert d.is_gloo_available()'
-  touch "$torch_dir/.trainc-$torch_version"
+  touch "$torch_dir/.trainc-2-$torch_version"
 fi
 export TRAINC_TORCH_PYTHON="$PWD/$torch_dir/python"
 # checkov for the security test of the examples, in its own environment:
@@ -114,22 +134,13 @@ export TRAINC_CHECKOV="$PWD/$ck_venv/bin/checkov"
 shells_dir=target/tools/shells
 shells_packages="zsh fish mandoc"
 # shellcheck disable=SC2086
-shells_stamp="$shells_dir/.trainc-$(apt-cache policy $shells_packages 2>/dev/null |
+shells_stamp="$shells_dir/.trainc-2-$(apt-cache policy $shells_packages 2>/dev/null |
   sed -n 's/^  Candidate: //p' | tr '\n' '_')"
-if [ ! -e "$shells_stamp" ] || [ "$shells_stamp" = "$shells_dir/.trainc-" ]; then
+if [ ! -e "$shells_stamp" ] || [ "$shells_stamp" = "$shells_dir/.trainc-2-" ]; then
   rm -rf "$shells_dir"
-  mkdir -p "$shells_dir/debs/partial" "$shells_dir/root" "$shells_dir/zdotdir"
-  fetch_shells() {
-    # shellcheck disable=SC2086
-    apt-get install --quiet --quiet --yes --no-install-recommends --download-only \
-      -o Dir::Cache::archives="$PWD/$shells_dir/debs" $shells_packages >/dev/null
-  }
-  if ! fetch_shells; then
-    apt-get update --quiet --quiet >/dev/null
-    fetch_shells
-  fi
-  for deb in "$shells_dir"/debs/*.deb; do dpkg-deb --extract "$deb" "$shells_dir/root"; done
-  rm -rf "$shells_dir/debs"
+  # shellcheck disable=SC2086
+  debian_root "$shells_dir" $shells_packages
+  mkdir -p "$shells_dir/zdotdir"
   root="$PWD/$shells_dir/root"
   # zsh ignores a module path from the environment: its start-up file sets
   # it, and an empty .zshrc keeps interactive shells from asking questions.

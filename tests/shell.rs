@@ -180,6 +180,14 @@ fn help_examples_work_as_shown() {
         if !command.is_empty() && command != "init" {
             ok(&run(&project, &["init"]), "trainc init");
             ok(&run(&project, &["build"]), "trainc build");
+            // Committed, with the commit as a remote's branch: what
+            // `--base origin/main` compares with in a pull request's CI.
+            common::git(&project, &["init", "--quiet", "--initial-branch=main"]);
+            common::commit_all(&project, "the project");
+            common::git(
+                &project,
+                &["update-ref", "refs/remotes/origin/main", "main"],
+            );
         }
         for (what, line) in examples(&help) {
             if let Err(e) = trainc::cli::Cli::try_parse_from(argv(&line)) {

@@ -629,12 +629,17 @@ pub fn inside_root(
 /// `*.yml` entry that is a directory, FIFO, socket or device, are refused
 /// by name, all of them in one report, before anything is opened.
 ///
+/// `typed`: the paths are the command line's, the user's own choice, not
+/// the repository's (`sources`): one outside `root` is read, and the links
+/// in a directory it names may lead anywhere inside that directory too.
+///
 /// Messages name paths from `cwd`, the working directory.
 pub fn discover(
     root: &Path,
     cwd: &Path,
     paths: &[PathBuf],
     exclude: &[PathBuf],
+    typed: bool,
 ) -> Result<Vec<PathBuf>, Vec<Diagnostic>> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let root = root.as_path();
@@ -657,7 +662,15 @@ pub fn discover(
                 continue;
             }
         };
-        if let Err(d) = inside_root(root, given, &shown, "") {
+        // Where the links met in the walk may lead: the project root, and
+        // a path the user typed that lies outside it.
+        // Only a path typed outside the root: one typed inside that a
+        // link of the repository leads out of is the repository's doing.
+        let typed_outside = typed && !crate::paths::clean(&cwd.join(given)).starts_with(root);
+        let own = (typed_outside && !path.starts_with(root)).then(|| path.clone());
+        if own.is_none()
+            && let Err(d) = inside_root(root, given, &shown, "")
+        {
             refused.push(d);
             continue;
         }
@@ -713,6 +726,9 @@ pub fn discover(
             // one that would not be read (`notes.txt`) does not matter.
             if entry.path_is_symlink()
                 && (yaml || t.is_dir())
+                && !own
+                    .as_deref()
+                    .is_some_and(|o| p.canonicalize().is_ok_and(|r| r.starts_with(o)))
                 && let Err(d) = inside_root(root, p, &shown_path(cwd, p), "")
             {
                 refused.push(d);

@@ -281,7 +281,7 @@ fn check(doc: &Document, cx: &Context) -> Checked {
         warnings: Vec::new(),
         valid: None,
     };
-    if let Some(d) = project_file(doc) {
+    if let Some(d) = project_file(doc).or_else(|| manifest(doc)) {
         return failed(vec![d]);
     }
     let found = schema::training_job(doc).check(doc);
@@ -374,6 +374,36 @@ fn resolve(
         patched,
         floor: budget::floor_of(&tasks),
     })
+}
+
+/// A Kubernetes manifest of a training run among the definitions (a
+/// Kubeflow PyTorchJob or TFJob, a JobSet, a Job): the manifest a team
+/// migrates from, left beside its definition or given by mistake. Said
+/// once, by kind, with the command that turns it into a definition,
+/// rather than as three schema errors.
+fn manifest(doc: &Document) -> Option<Diagnostic> {
+    let kind = doc.value.get("kind")?.as_str()?;
+    let api = doc.value.get("apiVersion")?.as_str()?;
+    if api.starts_with("trainc.dev/") {
+        return None;
+    }
+    let what = match (api.split('/').next().unwrap_or_default(), kind) {
+        ("kubeflow.org", "PyTorchJob" | "TFJob") => format!("a Kubeflow {kind}"),
+        ("jobset.x-k8s.io", "JobSet") => "a JobSet".to_owned(),
+        ("trainer.kubeflow.org", "TrainJob") => "a Kubeflow Trainer TrainJob".to_owned(),
+        ("batch", "Job") => "a Kubernetes Job".to_owned(),
+        _ => return None,
+    };
+    let name = &doc.file.shown;
+    Some(
+        Diagnostic::new(format!(
+            "{name} holds {what} ({api}), not a trainc definition"
+        ))
+        .at(doc.locate("/kind"))
+        .hint(format!(
+            "`trainc import {name}` writes a definition from it, and says what it could not keep; then keep the manifest out of the definitions' directories"
+        )),
+    )
 }
 
 /// A project file among the sources (`trainc build examples` finds

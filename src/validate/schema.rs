@@ -184,6 +184,11 @@ impl Schema {
             .collect()
     }
 
+    /// Where else a field named `key` belongs ([`elsewhere_in`]).
+    fn elsewhere(&self, key: &str) -> Option<String> {
+        elsewhere_in(self.json(), key)
+    }
+
     /// The property names the schema object holding `e`'s keyword declares.
     fn known_fields(&self, e: &ValidationError) -> Vec<&str> {
         let schema_path = e.schema_path().as_str();
@@ -215,8 +220,16 @@ impl Schema {
                         let child = format!("{pointer}/{}", pointer_segment(key));
                         let hint = match did_you_mean(key, known.iter().copied()) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None if known.is_empty() => "remove this field".to_owned(),
-                            None => format!("expected one of {}", list(known.iter().copied())),
+                            None => match self.elsewhere(key) {
+                                Some(at) if at.contains(".roles.worker.") => {
+                                    format!("`{key}` belongs under a role, e.g. `{at}`")
+                                }
+                                Some(at) => format!("`{key}` belongs at `{at}`"),
+                                None if known.is_empty() => "remove this field".to_owned(),
+                                None => {
+                                    format!("expected one of {}", list(known.iter().copied()))
+                                }
+                            },
                         };
                         diag(format!("unknown field `{key}`"))
                             .at(doc.locate_key(&child))
@@ -244,16 +257,19 @@ impl Schema {
                         .collect::<Vec<_>>()
                         .join(" or "),
                 };
+                let shown = short(instance);
                 let mut d = diag(format!(
-                    "expected {expected}, found {} {}",
+                    "expected {expected}, found {}{}{shown}",
                     type_name(instance),
-                    short(instance)
+                    if shown.is_empty() { "" } else { " " }
                 ))
                 .at(doc.locate(&pointer));
                 if expected == "integer" && instance.is_number() {
                     d = d.hint("use a whole number");
                 } else if expected.contains("string") && instance.is_null() {
                     d = d.hint("give a value or remove the field");
+                } else if pointer.ends_with("/env") && instance.is_array() {
+                    d = d.hint(env_list_hint(instance));
                 }
                 vec![d]
             }
@@ -409,6 +425,89 @@ impl Schema {
             _ => vec![diag(e.to_string()).at(doc.locate(&pointer))],
         }
     }
+}
+
+/// How a Kubernetes `env` list (`- {name: A, value: x}`) is written here: a
+/// mapping, with the list's first plain variable as the example.
+fn env_list_hint(list: &Value) -> String {
+    let first = list.as_array().and_then(|items| {
+        items
+            .iter()
+            .find_map(|i| Some((i.get("name")?.as_str()?, i.get("value")?.as_str()?)))
+    });
+    let example = match first {
+        Some((name, value)) => format!("`env: {{{name}: {value}}}`"),
+        None => "`env: {NCCL_DEBUG: INFO}`".to_owned(),
+    };
+    format!(
+        "variables are a mapping of name to value, not Kubernetes' list of `{{name, value}}`: {example}; a Secret's key is `NAME: {{secretKeyRef: {{name: …, key: …}}}}`"
+    )
+}
+
+/// Where else the schema declares a field named `key`, as a dotted path
+/// from the document's root: a field indented under the wrong parent
+/// (`resources` under `spec`, for a role's). A role's place is preferred
+/// (`worker`'s), then the shortest.
+fn elsewhere_in(schema: &Value, key: &str) -> Option<String> {
+    fn walk(
+        root: &Value,
+        node: &Value,
+        path: &str,
+        key: &str,
+        depth: usize,
+        found: &mut Vec<String>,
+    ) {
+        if depth > 8 {
+            return;
+        }
+        let node = match node.get("$ref").and_then(Value::as_str) {
+            Some(r) => match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+                Some(n) => n,
+                None => return,
+            },
+            None => node,
+        };
+        if let Some(props) = node.get("properties").and_then(Value::as_object) {
+            for (name, sub) in props {
+                let p = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
+                if name == key {
+                    found.push(p.clone());
+                }
+                // Patches are pod templates of Kubernetes', not trainc's.
+                if name != "patches" {
+                    walk(root, sub, &p, key, depth + 1, found);
+                }
+            }
+        }
+        for k in ["allOf", "anyOf", "oneOf"] {
+            for sub in node.get(k).and_then(Value::as_array).into_iter().flatten() {
+                walk(root, sub, path, key, depth + 1, found);
+            }
+        }
+        for k in ["then", "else"] {
+            if let Some(sub) = node.get(k) {
+                walk(root, sub, path, key, depth + 1, found);
+            }
+        }
+        if let Some(items) = node.get("items") {
+            walk(root, items, &format!("{path}[]"), key, depth + 1, found);
+        }
+    }
+    let mut found = Vec::new();
+    walk(schema, schema, "", key, 0, &mut found);
+    found.sort_by_key(|p| {
+        (
+            !p.contains(".roles.worker."),
+            p.matches('.').count(),
+            p.clone(),
+        )
+    });
+    found.dedup();
+    found.into_iter().next()
 }
 
 fn subschema_keys_hint(subschema: Option<&Value>) -> String {
