@@ -175,6 +175,19 @@ pub fn init(
     write(&root, &check(&root, &files, force)?, &mut fill)
 }
 
+/// Writes `files` (relative path, text) below `dir` as the starter is
+/// written: all or none, none over an existing file unless `force`, none
+/// through a symlink. `trainc import` writes its definitions this way.
+pub fn write_files(
+    cwd: &Path,
+    dir: &Path,
+    files: &[(String, String)],
+    force: bool,
+) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let root = Root { dir, cwd };
+    write(&root, &check(&root, files, force)?, &mut fill)
+}
+
 /// The directory the starter goes into, and the working directory that
 /// messages name its paths from, as `wrote …` does.
 struct Root<'a> {

@@ -26,6 +26,7 @@ pub mod emit;
 pub mod grammar;
 pub mod guard;
 pub mod image;
+pub mod import;
 pub mod init;
 pub mod library;
 pub mod limits;

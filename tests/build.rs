@@ -792,3 +792,57 @@ fn the_task_index_expands_on_every_target() {
         }
     }
 }
+
+/// Limits above the requests, per role: CPU limited only when asked,
+/// memory's limit the request unless another is given; the run renamed,
+/// since the pods change; a limit below its request refused, located.
+#[test]
+fn a_role_s_limits_may_lie_above_its_requests() {
+    let dir = scratch_example("mnist");
+    assert!(run(dir.path(), &["build"]).status.success());
+    let def = dir.path().join("jobs/mnist.yaml");
+    let text = fs::read_to_string(&def).expect("read");
+    let from = "worker: {replicas: 2, resources: {cpu: \"4\", memory: 8Gi, gpu: 1}}";
+    assert!(text.contains(from), "{text}");
+    let limited = "worker: {replicas: 2, resources: {cpu: \"4\", memory: 8Gi, cpuLimit: \"6\", memoryLimit: 12Gi, gpu: 1}}";
+    fs::write(&def, text.replace(from, limited)).expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let worker = fs::read_to_string(dir.path().join("deploy/ml/mnist/job-mnist-worker-0.yaml"))
+        .expect("read");
+    let job: serde_json::Value = serde_saphyr::from_str(&worker).expect("YAML");
+    let resources = &job["spec"]["template"]["spec"]["containers"][0]["resources"];
+    assert_eq!(
+        resources,
+        &serde_json::json!({
+            "limits": {"cpu": "6", "memory": "12Gi", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "4", "memory": "8Gi"},
+        })
+    );
+    let ps =
+        fs::read_to_string(dir.path().join("deploy/ml/mnist/job-mnist-ps-0.yaml")).expect("read");
+    let ps: serde_json::Value = serde_saphyr::from_str(&ps).expect("YAML");
+    assert_eq!(
+        ps["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"],
+        serde_json::json!({"memory": "2Gi"}),
+        "a role without limits of its own keeps the defaults"
+    );
+
+    fs::write(
+        &def,
+        text.replace(
+            from,
+            "worker: {replicas: 2, resources: {cpu: \"4\", memory: 8Gi, memoryLimit: 4Gi, gpu: 1}}",
+        ),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "error: spec.roles.worker.resources.memoryLimit: limit 4Gi is below the request 8Gi"
+        ),
+        "{err}"
+    );
+}

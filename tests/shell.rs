@@ -189,6 +189,14 @@ fn help_examples_work_as_shown() {
                 &["update-ref", "refs/remotes/origin/main", "main"],
             );
         }
+        // What `import`'s example reads.
+        if command == "import" {
+            std::fs::copy(
+                common::root().join("tests/fixtures/import/llm-finetune.yaml"),
+                project.join("pytorchjob.yaml"),
+            )
+            .unwrap();
+        }
         for (what, line) in examples(&help) {
             if let Err(e) = trainc::cli::Cli::try_parse_from(argv(&line)) {
                 panic!("`{line}` ({what}) does not parse:\n{e}");

@@ -40,6 +40,7 @@ pub fn page(command: &str) -> Option<&'static Page> {
         "build" => &BUILD,
         "diff" => &DIFF,
         "run" => &RUN,
+        "import" => &IMPORT,
         "schema" => &SCHEMA,
         "init" => &INIT,
         "completions" => &COMPLETIONS,
@@ -135,6 +136,20 @@ pub const DIFF: Page = Page {
         (
             "2",
             "invalid definitions, warnings with --deny-warnings, a usage error or any other error",
+        ),
+    ],
+};
+
+pub const IMPORT: Page = Page {
+    examples: &[(
+        "A Kubeflow PyTorchJob into a new project here, with what could not be kept",
+        "trainc import pytorchjob.yaml",
+    )],
+    exit: &[
+        ("0", "written"),
+        (
+            "2",
+            "a file it cannot read, a definition that would not validate, a file in the way, a usage error",
         ),
     ],
 };

@@ -7,6 +7,7 @@ mod build;
 mod completions;
 mod diff;
 mod help;
+mod import;
 mod init;
 mod manpages;
 mod run_local;
@@ -221,6 +222,24 @@ pub enum Command {
         framework: crate::model::definition::Framework,
         /// Overwrite existing files (never a symlink: that is refused even
         /// so).
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+        format: SummaryFormat,
+    },
+    /// Write definitions from the manifests of existing training runs:
+    /// Kubeflow PyTorchJobs and TFJobs, JobSets, the Deployments or Jobs of
+    /// a hand-made TensorFlow cluster, the ACK/arena TFJob chart's values.
+    #[command(after_help = help::IMPORT.after_help())]
+    Import {
+        /// The manifests (or values file) to read.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The project to write into: its first `sources` directory, or, with
+        /// no `trainc.yaml` there, `DIR/jobs` and a new `trainc.yaml`.
+        #[arg(long, value_name = "DIR")]
+        into: Option<PathBuf>,
+        /// Overwrite existing definitions (never through a symlink).
         #[arg(long)]
         force: bool,
         #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
@@ -461,6 +480,12 @@ pub fn run(cli: Cli) -> Result<Status, Failure> {
             };
             init::init(&cwd, out, &dir, &starter, force, format)
         }
+        Command::Import {
+            files,
+            into,
+            force,
+            format,
+        } => import::import(&cwd, out, &files, into.as_deref(), force, format),
         Command::Completions { shell } => Ok(completions::completions(out, shell)),
         Command::Manpages { dir } => manpages::manpages(&cwd, out, &dir),
     }

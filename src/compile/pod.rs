@@ -272,11 +272,18 @@ fn resources(job: &Job, role: &Role) -> Option<ResourceRequirements> {
     if let Some(cpu) = &role.cpu {
         requests.insert("cpu".to_owned(), Quantity(cpu.clone()));
     }
+    // CPU stays unlimited unless the definition says, to avoid throttling.
+    if let Some(limit) = &role.cpu_limit {
+        limits.insert("cpu".to_owned(), Quantity(limit.clone()));
+    }
     if let Some(memory) = &role.memory {
         // A memory limit equal to the request keeps one task's leak from
-        // evicting its neighbours; CPU stays unlimited to avoid throttling.
+        // evicting its neighbours, unless the definition allows more.
         requests.insert("memory".to_owned(), Quantity(memory.clone()));
         limits.insert("memory".to_owned(), Quantity(memory.clone()));
+    }
+    if let Some(limit) = &role.memory_limit {
+        limits.insert("memory".to_owned(), Quantity(limit.clone()));
     }
     if role.gpu > 0 {
         limits.insert(

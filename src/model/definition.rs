@@ -521,10 +521,12 @@ pub struct ObjectRef {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Resources {
     pub cpu: Option<Scalar>,
     pub memory: Option<Scalar>,
+    pub cpu_limit: Option<Scalar>,
+    pub memory_limit: Option<Scalar>,
     pub gpu: Option<u32>,
 }
 

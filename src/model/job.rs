@@ -268,6 +268,12 @@ pub struct Role {
     /// Skipped when absent, so that runs without one keep their names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    /// Limits above the requests; `None`: no CPU limit, memory's is the
+    /// request. Skipped when absent, as above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_limit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<String>,
 }
 
 impl Role {
@@ -683,6 +689,21 @@ pub fn resolve(
                         .affinity
                         .as_ref()
                         .and_then(|a| serde_json::from_value(a.clone()).ok()),
+                    cpu_limit: r.resources.cpu_limit.as_ref().map(def::Scalar::render),
+                    // The request is the limit unless another is given.
+                    memory_limit: r
+                        .resources
+                        .memory_limit
+                        .as_ref()
+                        .map(def::Scalar::render)
+                        .filter(|l| {
+                            Some(l)
+                                != r.resources
+                                    .memory
+                                    .as_ref()
+                                    .map(def::Scalar::render)
+                                    .as_ref()
+                        }),
                 }
             })
         })

@@ -197,6 +197,36 @@ fn check_quantity(cx: &mut Findings, pointer: &str, q: &Scalar, what: &str) {
     }
 }
 
+/// A limit below its request, which the API server refuses: of a role's
+/// resources or TensorBoard's, below `base`, as `(cpu, cpuLimit)` and
+/// `(memory, memoryLimit)`.
+pub(super) fn limits_at_least_requests(
+    cx: &mut Findings,
+    base: &str,
+    pairs: [(&Option<Scalar>, &Option<Scalar>); 2],
+) {
+    for ((request, limit), field) in pairs.into_iter().zip(["cpuLimit", "memoryLimit"]) {
+        let (Some(request), Some(limit)) = (request, limit) else {
+            continue;
+        };
+        if let (Ok(rq), Ok(lm)) = (
+            quantity::parse(&request.render()),
+            quantity::parse(&limit.render()),
+        ) && lm < rq
+        {
+            cx.error(
+                &format!("{base}/{field}"),
+                format!(
+                    "limit {} is below the request {}",
+                    limit.render(),
+                    request.render()
+                ),
+                "a limit must be at least the request",
+            );
+        }
+    }
+}
+
 fn example(what: &str) -> &'static str {
     match what {
         "cpu" => "`500m` or `2`",
@@ -210,12 +240,22 @@ fn quantities(cx: &mut Findings, def: &TrainingJob) {
             continue;
         };
         let base = format!("/spec/roles/{}/resources", kind.as_str());
-        if let Some(q) = &r.resources.cpu {
-            check_quantity(cx, &format!("{base}/cpu"), q, "cpu");
+        let res = &r.resources;
+        for (q, field, what) in [
+            (&res.cpu, "cpu", "cpu"),
+            (&res.memory, "memory", "memory"),
+            (&res.cpu_limit, "cpuLimit", "cpu"),
+            (&res.memory_limit, "memoryLimit", "memory"),
+        ] {
+            if let Some(q) = q {
+                check_quantity(cx, &format!("{base}/{field}"), q, what);
+            }
         }
-        if let Some(q) = &r.resources.memory {
-            check_quantity(cx, &format!("{base}/memory"), q, "memory");
-        }
+        limits_at_least_requests(
+            cx,
+            &base,
+            [(&res.cpu, &res.cpu_limit), (&res.memory, &res.memory_limit)],
+        );
     }
     for (i, v) in def.spec.storage.iter().enumerate() {
         if let Some(q) = &v.size {

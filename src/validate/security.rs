@@ -10,7 +10,6 @@ use crate::model::definition::RoleKind;
 use crate::model::definition::TrainingJob;
 use crate::model::job::{Security, namespace_of};
 use crate::model::project::Defaults;
-use crate::quantity;
 use crate::source::pointer_segment;
 
 /// The annotation that sets a container's AppArmor profile, before the
@@ -118,29 +117,11 @@ fn tensorboard(cx: &mut Findings, def: &TrainingJob) {
         );
     }
     let r = &tb.resources;
-    for (request, limit, field) in [
-        (&r.cpu, &r.cpu_limit, "cpuLimit"),
-        (&r.memory, &r.memory_limit, "memoryLimit"),
-    ] {
-        let (Some(request), Some(limit)) = (request, limit) else {
-            continue;
-        };
-        if let (Ok(rq), Ok(lm)) = (
-            quantity::parse(&request.render()),
-            quantity::parse(&limit.render()),
-        ) && lm < rq
-        {
-            cx.error(
-                &format!("/spec/tensorboard/resources/{field}"),
-                format!(
-                    "limit {} is below the request {}",
-                    limit.render(),
-                    request.render()
-                ),
-                "a limit must be at least the request",
-            );
-        }
-    }
+    super::rules::limits_at_least_requests(
+        cx,
+        "/spec/tensorboard/resources",
+        [(&r.cpu, &r.cpu_limit), (&r.memory, &r.memory_limit)],
+    );
 }
 
 /// AppArmor turned off by an annotation: on every pod of the job (the
