@@ -329,3 +329,104 @@ fn the_tensorboard_image_installs_the_program_its_deployment_runs() {
     let version = requirements[0].rsplit("==").next().expect("version");
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), version);
 }
+
+/// The security context of the pods of `role` in a build of `dir`.
+fn pod_security(dir: &Path, role: &str) -> Vec<Value> {
+    let mut found = Vec::new();
+    for (path, doc) in documents(&dir.join("deploy")) {
+        if !path.contains(&format!("-{role}-")) {
+            continue;
+        }
+        for (_, _, spec) in pss::pod_templates(&doc) {
+            found.push(spec["securityContext"].clone());
+        }
+    }
+    assert!(!found.is_empty(), "no {role} pods");
+    found
+}
+
+/// Running as an image's own user: `runAsUser: image` keeps `restricted`
+/// (non-root, no fixed UID, a volume group only when given); a numeric
+/// `runAsUser` alone brings its group and volume group with it; one role
+/// relaxed on its own (a parameter server as the image's root), the
+/// others still `restricted`, and validation says which pods meet what.
+#[test]
+fn the_image_s_own_user_and_one_role_relaxed() {
+    let dir = common::scratch_example_for("mnist-cpu", "kubernetes");
+    let def = dir.path().join("jobs/mnist-cpu.yaml");
+    let text = fs::read_to_string(&def).expect("read");
+    let with = |extra: &str| fs::write(&def, format!("{text}{extra}")).expect("write");
+
+    with("  security: {runAsUser: image}\n");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "still restricted: {}", stderr(&o));
+    for sc in pod_security(dir.path(), "worker") {
+        assert_eq!(
+            sc,
+            serde_json::json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}})
+        );
+    }
+    for (_, doc) in documents(&dir.path().join("deploy")) {
+        for (_, metadata, spec) in pss::pod_templates(&doc) {
+            let annotations = metadata.and_then(|m| m.get("annotations"));
+            assert!(pss::restricted(spec, annotations).is_empty());
+        }
+    }
+    with("  security: {runAsUser: image, fsGroup: 2000}\n");
+    assert!(run(dir.path(), &["build"]).status.success());
+    let sc = &pod_security(dir.path(), "worker")[0];
+    assert_eq!(sc["fsGroup"], 2000);
+    assert_eq!(sc["fsGroupChangePolicy"], "OnRootMismatch");
+    assert!(sc.get("runAsUser").is_none());
+
+    with("  security: {runAsUser: 1000}\n");
+    assert!(run(dir.path(), &["build"]).status.success());
+    let sc = &pod_security(dir.path(), "worker")[0];
+    assert_eq!(
+        (&sc["runAsUser"], &sc["runAsGroup"], &sc["fsGroup"]),
+        (&1000.into(), &1000.into(), &1000.into())
+    );
+
+    // The parameter servers as the image's root, the workers untouched.
+    let relaxed = text.replace(
+        "    ps:     {replicas: 1, resources: {cpu: 500m, memory: 1Gi}}",
+        "    ps:\n      replicas: 1\n      resources: {cpu: 500m, memory: 1Gi}\n      security: {runAsUser: 0, runAsNonRoot: false}",
+    );
+    assert_ne!(relaxed, text);
+    fs::write(&def, &relaxed).expect("write");
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: spec.roles.ps.security.runAsNonRoot: the `ps` pods of job `mnist-cpu` meet the Pod Security `baseline` profile, not `restricted`"),
+        "{err}"
+    );
+    let ps = &pod_security(dir.path(), "ps")[0];
+    assert_eq!(
+        (&ps["runAsUser"], &ps["runAsNonRoot"]),
+        (&0.into(), &false.into())
+    );
+    let worker = &pod_security(dir.path(), "worker")[0];
+    assert_eq!(
+        (&worker["runAsUser"], &worker["runAsNonRoot"]),
+        (&10001.into(), &true.into())
+    );
+
+    // The NetworkPolicy is the run's.
+    fs::write(
+        &def,
+        relaxed.replace(
+            "runAsNonRoot: false}",
+            "runAsNonRoot: false, networkPolicy: {enabled: false}}",
+        ),
+    )
+    .expect("write");
+    let o = run(dir.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("error: spec.roles.ps.security.networkPolicy: the NetworkPolicy is the run's, not a role's"),
+        "{}",
+        stderr(&o)
+    );
+}

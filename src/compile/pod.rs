@@ -464,7 +464,7 @@ pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch:
             ..ContainerPort::default()
         }]),
         resources: resources(job, role),
-        security_context: Some(security::container(&job.security)),
+        security_context: Some(security::container(role.security(job))),
         volume_mounts: Some(mounts),
         ..Container::default()
     };
@@ -495,8 +495,10 @@ pub fn task_template(job: &Job, p: &Placement) -> Result<PodTemplateSpec, patch:
             scheduler_name: rp.scheduler_name.clone(),
             priority_class_name: role.priority_class(job).map(str::to_owned),
             service_account_name: job.service_account_name.clone(),
-            automount_service_account_token: Some(job.security.automount_service_account_token),
-            security_context: Some(security::pod(&job.security)),
+            automount_service_account_token: Some(
+                role.security(job).automount_service_account_token,
+            ),
+            security_context: Some(security::pod(role.security(job))),
             node_selector: (!role.node_selector.is_empty()).then(|| role.node_selector.clone()),
             tolerations: tolerations(role),
             topology_spread_constraints,

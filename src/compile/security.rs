@@ -26,12 +26,12 @@ pub const HOME: &str = "/home/trainer";
 pub fn pod(s: &Security) -> PodSecurityContext {
     PodSecurityContext {
         run_as_non_root: Some(s.run_as_non_root),
-        run_as_user: Some(s.run_as_user),
-        run_as_group: Some(s.run_as_group),
-        fs_group: Some(s.fs_group),
+        run_as_user: s.run_as_user,
+        run_as_group: s.run_as_group,
+        fs_group: s.fs_group,
         // Without it the kubelet chowns every file of every volume at each
         // pod start: minutes on a large dataset.
-        fs_group_change_policy: Some("OnRootMismatch".to_owned()),
+        fs_group_change_policy: s.fs_group.map(|_| "OnRootMismatch".to_owned()),
         seccomp_profile: Some(SeccompProfile {
             type_: s.seccomp.clone(),
             localhost_profile: s.seccomp_localhost_profile.clone(),
@@ -202,7 +202,7 @@ pub fn profile(s: &Security) -> (Profile, Vec<Relaxation>) {
             "may run as root".to_owned(),
         );
     }
-    if s.run_as_user == 0 {
+    if s.run_as_user == Some(0) {
         note("runAsUser", Profile::Baseline, "runs as UID 0".to_owned());
     }
     let level = found
@@ -243,7 +243,7 @@ mod tests {
         assert_eq!(why.len(), 2);
         let mut s = Security::restricted();
         s.run_as_non_root = false;
-        s.run_as_user = 0;
+        s.run_as_user = Some(0);
         assert_eq!(profile(&s).0, Profile::Baseline);
     }
 }

@@ -364,7 +364,7 @@ pub(crate) fn finish(
     notes.changed(
         "securityContext",
         Some("security"),
-        "trainc runs every pod under the `restricted` Pod Security profile (non-root, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp); an image that must run as root needs `security.runAsUser` and a namespace that allows it",
+        "trainc runs every pod under the `restricted` Pod Security profile (non-root as UID 10001, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp); an image whose own user is not root runs as it with `security.runAsUser: image`, one that must run as root needs `runAsUser: 0`, `runAsNonRoot: false` and a namespace that allows it",
     );
     let ns = namespace.as_deref();
     Imported {

@@ -197,7 +197,7 @@ pub struct Patch {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Security {
-    pub run_as_user: Option<i64>,
+    pub run_as_user: Option<RunAsUser>,
     pub run_as_group: Option<i64>,
     pub fs_group: Option<i64>,
     pub run_as_non_root: Option<bool>,
@@ -210,6 +210,64 @@ pub struct Security {
     pub automount_service_account_token: Option<bool>,
     #[serde(default)]
     pub network_policy: NetworkPolicy,
+}
+
+/// `runAsUser`: a UID, or `image` (the schema allows no other string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAsUser {
+    Id(i64),
+    /// The user the image declares.
+    Image,
+}
+
+impl<'de> Deserialize<'de> for RunAsUser {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Id(i64),
+            Name(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Id(id) => Ok(Self::Id(id)),
+            Raw::Name(n) if n == "image" => Ok(Self::Image),
+            Raw::Name(n) => Err(serde::de::Error::custom(format!(
+                "expected a UID or `image`, found `{n}`"
+            ))),
+        }
+    }
+}
+
+impl Security {
+    /// `role`'s settings over `self`'s, field by field.
+    pub fn under(&self, role: &Security) -> Security {
+        Security {
+            run_as_user: role.run_as_user.or(self.run_as_user),
+            run_as_group: role.run_as_group.or(self.run_as_group),
+            fs_group: role.fs_group.or(self.fs_group),
+            run_as_non_root: role.run_as_non_root.or(self.run_as_non_root),
+            allow_privilege_escalation: role
+                .allow_privilege_escalation
+                .or(self.allow_privilege_escalation),
+            read_only_root_filesystem: role
+                .read_only_root_filesystem
+                .or(self.read_only_root_filesystem),
+            privileged: role.privileged.or(self.privileged),
+            capabilities: if role.capabilities.add.is_empty() {
+                self.capabilities.clone()
+            } else {
+                role.capabilities.clone()
+            },
+            seccomp_profile: role
+                .seccomp_profile
+                .clone()
+                .or_else(|| self.seccomp_profile.clone()),
+            automount_service_account_token: role
+                .automount_service_account_token
+                .or(self.automount_service_account_token),
+            network_policy: self.network_policy.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -435,6 +493,8 @@ pub struct Role {
     pub pack: Option<Pack>,
     /// A Kubernetes `Affinity`, checked against its schema and type.
     pub affinity: Option<Value>,
+    /// Over `spec.security`, field by field.
+    pub security: Option<Security>,
 }
 
 /// `spread`: the role's tasks spread evenly over the domains of a topology.

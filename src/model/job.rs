@@ -158,9 +158,11 @@ impl Patch {
 /// the run identity, since it reaches every pod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Security {
-    pub run_as_user: i64,
-    pub run_as_group: i64,
-    pub fs_group: i64,
+    /// `None`: the image's user (`runAsUser: image`), and then its group,
+    /// and no `fsGroup` unless the definition gives them.
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
+    pub fs_group: Option<i64>,
     pub run_as_non_root: bool,
     pub allow_privilege_escalation: bool,
     pub read_only_root_filesystem: bool,
@@ -177,10 +179,23 @@ impl Security {
     /// The `restricted` defaults, with a definition's relaxations applied.
     pub fn resolve(s: &def::Security, service_account: Option<&str>) -> Self {
         let seccomp = s.seccomp_profile.as_ref();
+        let explicit = match s.run_as_user {
+            Some(def::RunAsUser::Id(id)) => Some(id),
+            _ => None,
+        };
+        // With the image's user, its group too, and no volume group
+        // unless the definition names one.
+        let default = (s.run_as_user != Some(def::RunAsUser::Image)).then_some(DEFAULT_UID);
         Self {
-            run_as_user: s.run_as_user.unwrap_or(DEFAULT_UID),
-            run_as_group: s.run_as_group.unwrap_or(DEFAULT_UID),
-            fs_group: s.fs_group.unwrap_or(DEFAULT_UID),
+            run_as_user: match s.run_as_user {
+                None => Some(DEFAULT_UID),
+                Some(def::RunAsUser::Id(id)) => Some(id),
+                Some(def::RunAsUser::Image) => None,
+            },
+            // The group and the volumes' group follow an explicit user:
+            // `runAsUser: 1000` alone runs as 1000:1000, not 1000:10001.
+            run_as_group: s.run_as_group.or(explicit).or(default),
+            fs_group: s.fs_group.or(s.run_as_group).or(explicit).or(default),
             run_as_non_root: s.run_as_non_root.unwrap_or(true),
             allow_privilege_escalation: s.allow_privilege_escalation.unwrap_or(false),
             read_only_root_filesystem: s.read_only_root_filesystem.unwrap_or(true),
@@ -268,6 +283,10 @@ pub struct Role {
     /// Skipped when absent, so that runs without one keep their names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    /// This role's security when `roles.<role>.security` makes it differ
+    /// from the job's. Skipped when absent, as below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<Security>,
     /// Limits above the requests; `None`: no CPU limit, memory's is the
     /// request. Skipped when absent, as above.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -277,6 +296,11 @@ pub struct Role {
 }
 
 impl Role {
+    /// What this role's pods run with: its own security, else the job's.
+    pub fn security<'a>(&'a self, job: &'a Job) -> &'a Security {
+        self.security.as_ref().unwrap_or(&job.security)
+    }
+
     /// The pull policy of the role's container.
     pub fn pull_policy<'a>(&'a self, job: &'a Job) -> Option<&'a str> {
         self.image_pull_policy
@@ -689,6 +713,12 @@ pub fn resolve(
                         .affinity
                         .as_ref()
                         .and_then(|a| serde_json::from_value(a.clone()).ok()),
+                    security: r.security.as_ref().map(|own| {
+                        Security::resolve(
+                            &spec.security.under(own),
+                            spec.service_account_name.as_deref(),
+                        )
+                    }),
                     cpu_limit: r.resources.cpu_limit.as_ref().map(def::Scalar::render),
                     // The request is the limit unless another is given.
                     memory_limit: r

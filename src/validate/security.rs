@@ -25,14 +25,61 @@ pub(super) fn check(cx: &mut Findings, def: &TrainingJob, defaults: &Defaults) {
     csi_secrets(cx, def, defaults);
 }
 
-/// Combinations the API server or the kubelet refuses, then the profile
-/// the pods still meet when the definition relaxes something.
+/// The job's security settings, then each role's own over them: what the
+/// API server or the kubelet refuses, and the profile the pods still meet.
 fn settings(cx: &mut Findings, def: &TrainingJob) {
-    let s = &def.spec.security;
-    let resolved = Security::resolve(s, def.spec.service_account_name.as_deref());
-    if resolved.run_as_user == 0 && resolved.run_as_non_root {
+    let account = def.spec.service_account_name.as_deref();
+    let job = &def.spec.security;
+    settings_of(
+        cx,
+        job,
+        &Security::resolve(job, account),
+        "/spec/security",
+        format!("the pods of job `{}`", def.metadata.name),
+    );
+    for kind in RoleKind::ALL {
+        let Some(own) = kind.of(&def.spec.roles).and_then(|r| r.security.as_ref()) else {
+            continue;
+        };
+        let base = format!("/spec/roles/{}/security", kind.as_str());
+        if cx
+            .doc
+            .value
+            .pointer(&format!("{base}/networkPolicy"))
+            .is_some()
+        {
+            cx.error_at_key(
+                &format!("{base}/networkPolicy"),
+                "the NetworkPolicy is the run's, not a role's",
+                "set it in `spec.security.networkPolicy`",
+            );
+        }
+        let merged = job.under(own);
+        settings_of(
+            cx,
+            &merged,
+            &Security::resolve(&merged, account),
+            &base,
+            format!(
+                "the `{}` pods of job `{}`",
+                kind.as_str(),
+                def.metadata.name
+            ),
+        );
+    }
+}
+
+/// [`settings`] of one set of settings, reported below `base`.
+fn settings_of(
+    cx: &mut Findings,
+    s: &crate::model::definition::Security,
+    resolved: &Security,
+    base: &str,
+    who: String,
+) {
+    if resolved.run_as_user == Some(0) && resolved.run_as_non_root {
         cx.error(
-            "/spec/security/runAsUser",
+            &format!("{base}/runAsUser"),
             "UID 0 is root, but `runAsNonRoot` is true: the kubelet would refuse to start the pods",
             "set `runAsNonRoot: false` as well, or pick a non-zero UID",
         );
@@ -40,7 +87,7 @@ fn settings(cx: &mut Findings, def: &TrainingJob) {
     let escalation = !resolved.allow_privilege_escalation;
     if resolved.privileged && escalation {
         cx.error(
-            "/spec/security/privileged",
+            &format!("{base}/privileged"),
             "a privileged container can always escalate privileges, and the API server refuses `allowPrivilegeEscalation: false` with it",
             "set `allowPrivilegeEscalation: true` as well",
         );
@@ -52,7 +99,7 @@ fn settings(cx: &mut Findings, def: &TrainingJob) {
         && escalation
     {
         cx.error(
-            &format!("/spec/security/capabilities/add/{i}"),
+            &format!("{base}/capabilities/add/{i}"),
             "SYS_ADMIN allows privilege escalation, and the API server refuses `allowPrivilegeEscalation: false` with it",
             "set `allowPrivilegeEscalation: true` as well",
         );
@@ -60,19 +107,19 @@ fn settings(cx: &mut Findings, def: &TrainingJob) {
     if let Some(p) = &s.seccomp_profile {
         match (p.type_.as_str(), &p.localhost_profile) {
             ("Localhost", None) => cx.error(
-                "/spec/security/seccompProfile/type",
+                &format!("{base}/seccompProfile/type"),
                 "a `Localhost` seccomp profile needs `localhostProfile`",
                 "name the profile file, relative to the kubelet's seccomp directory",
             ),
             (t, Some(_)) if t != "Localhost" => cx.error(
-                "/spec/security/seccompProfile/localhostProfile",
+                &format!("{base}/seccompProfile/localhostProfile"),
                 format!("`localhostProfile` applies only to type `Localhost`, not `{t}`"),
                 "remove `localhostProfile`, or set `type: Localhost`",
             ),
             _ => {}
         }
     }
-    let (level, why) = security::profile(&resolved);
+    let (level, why) = security::profile(resolved);
     if level == Profile::Restricted {
         return;
     }
@@ -81,12 +128,11 @@ fn settings(cx: &mut Findings, def: &TrainingJob) {
         .iter()
         .find(|r| r.profile == level)
         .map_or("", |r| r.field);
-    let pointer = format!("/spec/security/{}", first.replace('.', "/"));
+    let pointer = format!("{base}/{}", first.replace('.', "/"));
     cx.warning(
         &pointer,
         format!(
-            "the pods of job `{}` meet the Pod Security `{}` profile, not `restricted`: {}",
-            def.metadata.name,
+            "{who} meet the Pod Security `{}` profile, not `restricted`: {}",
             level.as_str(),
             reasons.join("; ")
         ),
