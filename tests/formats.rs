@@ -446,13 +446,7 @@ fn github_annotations_are_the_toolkits_byte_for_byte() {
 /// own rule, valid against the OASIS schema.
 #[test]
 fn build_check_against_a_base_notes_each_run() {
-    let dir = common::pull_request("pytorch", true);
-    common::edit(
-        &dir.path().join("jobs/digits.yaml"),
-        "learning_rate: 0.05",
-        "learning_rate: 0.02",
-    );
-    assert!(run(dir.path(), &["build"]).status.success());
+    let dir = common::tuned_pull_request();
     let check = |format: &str| {
         let o = run(
             dir.path(),

@@ -301,14 +301,7 @@ fn ci_recipe_runs_on_a_pull_request() {
         runs.last().expect("steps").trim() == "trainc build --check --workspace --format github"
     );
 
-    let dir = common::pull_request("pytorch", true);
-    common::edit(
-        &dir.path().join("jobs/digits.yaml"),
-        "learning_rate: 0.05",
-        "learning_rate: 0.02",
-    );
-    assert!(run(dir.path(), &["build"]).status.success());
-    common::commit_all(dir.path(), "tune");
+    let dir = common::tuned_pull_request();
     common::git(
         dir.path(),
         &["update-ref", "refs/remotes/origin/main", "main"],

@@ -5,14 +5,24 @@ use std::path::Path;
 
 use super::targets::targets;
 use super::{Failure, Inputs, Output, Reporter};
-use crate::base::{self, Base, Compared, Old};
+use crate::base::{self, Base, Old};
 use crate::build::Targets;
 use crate::diagnostic::Diagnostic;
 use crate::project::Project;
 
+/// What `--base` hands the command: the working tree's directories against
+/// what is on disk (`build --check`'s staleness), the findings that did not
+/// stop the build, and the report against the base.
+pub(super) struct AgainstBase {
+    pub(super) on_disk: Vec<crate::build::Directory>,
+    pub(super) warnings: Vec<Diagnostic>,
+    pub(super) report: crate::diff::Report,
+}
+
 /// Checks out `reference` and compares the working tree's output with the
-/// base's: its committed output, else its definitions built, else nothing.
-pub(super) fn compare(
+/// base's: its committed output, else its definitions built, else nothing;
+/// each re-run of the report names the fields that changed.
+pub(super) fn against(
     cwd: &Path,
     inputs: &Inputs,
     output: &Output,
@@ -20,7 +30,7 @@ pub(super) fn compare(
     reference: &str,
     reporter: &mut Reporter,
     fail: &impl Fn(Vec<Diagnostic>) -> Failure,
-) -> Result<(Base, Compared), Failure> {
+) -> Result<AgainstBase, Failure> {
     if !inputs.paths.is_empty() || output.output.is_some() || output.build_output.is_some() {
         return Err(fail(vec![
             Diagnostic::new("`--base` compares whole projects: it takes no paths, `-o` or `--build-output`")
@@ -81,7 +91,16 @@ pub(super) fn compare(
         base_project.as_ref().map(|(_, _, p)| p),
         reporter,
     )?;
-    Ok((base, compared))
+    let plans = compared
+        .against_base
+        .into_iter()
+        .map(|d| (d.plan, d.shown, d.label_runs))
+        .collect();
+    Ok(AgainstBase {
+        on_disk: compared.on_disk,
+        warnings: compared.warnings,
+        report: super::diff::report(plans, Some(&base), &compared.changed),
+    })
 }
 
 /// Where the base's project is read from: the working directory's place in

@@ -49,7 +49,7 @@ pub(super) fn build(
     // With `--base`, the build that compares with the base is the check.
     let (dirs, warnings, against) = match base {
         Some(reference) => {
-            let (base, compared) = super::base::compare(
+            let a = super::base::against(
                 cwd,
                 inputs,
                 output,
@@ -58,13 +58,7 @@ pub(super) fn build(
                 &mut reporter,
                 &fail(format),
             )?;
-            let plans = compared
-                .against_base
-                .into_iter()
-                .map(|d| (d.plan, d.shown, d.label_runs))
-                .collect();
-            let report = super::diff::report(plans, Some(&base), &compared.changed);
-            (compared.on_disk, compared.warnings, Some(report))
+            (a.on_disk, a.warnings, Some(a.report))
         }
         None => {
             let built =

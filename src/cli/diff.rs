@@ -49,7 +49,7 @@ pub(super) fn diff(
         show_warnings: format != DiffFormat::Json,
     };
     if let Some(reference) = base {
-        let (base, compared) = super::base::compare(
+        let a = super::base::against(
             cwd,
             inputs,
             output,
@@ -58,13 +58,7 @@ pub(super) fn diff(
             &mut reporter,
             &fail,
         )?;
-        let plans = compared
-            .against_base
-            .into_iter()
-            .map(|d| (d.plan, d.shown, d.label_runs))
-            .collect();
-        let report = report(plans, Some(&base), &compared.changed);
-        return Ok(finish(stdout, &report, &compared.warnings, format, stat));
+        return Ok(finish(stdout, &a.report, &a.warnings, format, stat));
     }
     // `diff` never records, and has no `--no-cache`: an empty
     // `TRAINC_CACHE_DIR` turns the cache off.

@@ -97,11 +97,7 @@ pub(crate) fn import(shown: &str, doc: &Value) -> Imported {
             notes: pod_notes,
         });
     }
-    let mut spec = Map::new();
-    spec.insert(
-        "framework".to_owned(),
-        if pytorch { "pytorch" } else { "tensorflow" }.into(),
-    );
+    let mut spec = framework(pytorch);
     if !pytorch && !roles.iter().any(|r| r.role == "ps") {
         spec.insert("strategy".to_owned(), "multi-worker-mirrored".into());
     }
@@ -186,11 +182,7 @@ pub(crate) fn import_jobset(shown: &str, doc: &Value) -> Result<Imported, Diagno
             notes: pod_notes,
         });
     }
-    let mut spec = Map::new();
-    spec.insert(
-        "framework".to_owned(),
-        if pytorch { "pytorch" } else { "tensorflow" }.into(),
-    );
+    let mut spec = framework(pytorch);
     spec.insert("target".to_owned(), "jobset".into());
     let mut run_policy = Map::new();
     if let Some(n) = doc["spec"]["failurePolicy"]["maxRestarts"].as_u64() {
@@ -209,6 +201,16 @@ pub(crate) fn import_jobset(shown: &str, doc: &Value) -> Result<Imported, Diagno
     Ok(finish(
         shown, "JobSet", doc, spec, run_policy, roles, notes, pytorch,
     ))
+}
+
+/// A definition's `spec`, begun with its framework.
+fn framework(pytorch: bool) -> Map<String, Value> {
+    let mut spec = Map::new();
+    spec.insert(
+        "framework".to_owned(),
+        if pytorch { "pytorch" } else { "tensorflow" }.into(),
+    );
+    spec
 }
 
 /// A Kubeflow `runPolicy`.

@@ -415,3 +415,18 @@ pub fn edit(path: &Path, from: &str, to: &str) {
     assert!(text.contains(from), "{} holds no {from:?}", path.display());
     std::fs::write(path, text.replacen(from, to, 1)).expect("write");
 }
+
+/// The PyTorch example's pull request of the tests of `--base`: a smaller
+/// learning rate, built and committed on `pr`.
+pub fn tuned_pull_request() -> tempfile::TempDir {
+    let dir = pull_request("pytorch", true);
+    edit(
+        &dir.path().join("jobs/digits.yaml"),
+        "learning_rate: 0.05",
+        "learning_rate: 0.02",
+    );
+    let o = run(dir.path(), &["build"]);
+    assert!(o.status.success(), "build failed: {}", stderr(&o));
+    commit_all(dir.path(), "tune");
+    dir
+}
