@@ -566,11 +566,13 @@ fn yaml_tags_are_refused_before_writing() {
 
 #[test]
 fn no_definitions_is_an_error_with_a_hint() {
+    // `jobs/` there, but empty (an empty directory: tests/project.rs).
     let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir(dir.path().join("jobs")).expect("mkdir");
     let o = run(dir.path(), &["build"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("cannot read jobs"), "{err}");
+    assert!(err.contains("no definitions found in jobs"), "{err}");
     assert!(err.contains("help:"), "{err}");
     assert!(!dir.path().join("deploy").exists());
 }

@@ -166,7 +166,7 @@ fn never_reads_a_project_file_above_the_repository() {
         // In `jobs/` itself there is no `jobs/` to read.
         let o = run(&work.join("jobs"), &["validate"]);
         assert_eq!(o.status.code(), Some(2));
-        assert!(stderr(&o).contains("cannot read jobs"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("no project here"), "{}", stderr(&o));
     }
     // A `trainc.yaml` at the top of the repository is found.
     let repo = top.path().join("repo");
