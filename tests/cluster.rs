@@ -873,24 +873,214 @@ fn a_failed_pytorch_node_fails_the_run() {
             || c.condition(ns, resource, &name, "Failed"),
             || c.state(ns),
         );
-        if target == "kubernetes" {
-            let reasons: Vec<&Value> = failed["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|c| c["type"] == "Failed")
-                .map(|c| &c["reason"])
-                .collect();
-            // Not `BackoffLimitExceeded`: no node was retried.
-            assert_eq!(reasons, [&Value::from("PodFailurePolicy")], "{failed}");
-        } else {
-            assert_eq!(
-                health_of(&failed),
-                ("Degraded".to_owned(), "Failed".to_owned()),
-                "{failed}"
-            );
-        }
+        // Not `BackoffLimitExceeded`: no node was retried.
+        assert_run_failed(target, &failed, "PodFailurePolicy");
         c.assert_admitted(ns);
+    }
+}
+
+/// The Running pods of an elastic run's nodes, once all three are, with
+/// the rendezvous endpoint their `torchrun` is given.
+fn elastic_nodes(c: &Cluster, ns: &str) -> (Vec<Value>, String) {
+    c.wait(
+        &format!("the three nodes of {ns} to run"),
+        || {
+            let pods = c.get(&["pods", "-n", ns, "-l", "trainc.dev/role=worker"]);
+            let pods: Vec<Value> = pods["items"]
+                .as_array()?
+                .iter()
+                .filter(|p| p["status"]["phase"] == "Running")
+                .cloned()
+                .collect();
+            let endpoint = pods.first()?["spec"]["containers"][0]["command"]
+                .as_array()?
+                .iter()
+                .find_map(|a| a.as_str()?.strip_prefix("--rdzv-endpoint="))?
+                .to_owned();
+            (pods.len() == 3).then_some((pods, endpoint))
+        },
+        || c.state(ns),
+    )
+}
+
+/// A node's index: its completion index (plain Jobs, JobSet), or its
+/// replica index (the Training Operator's pods).
+fn node_index(pod: &Value) -> Option<&str> {
+    let labels = &pod["metadata"]["labels"];
+    labels["batch.kubernetes.io/job-completion-index"]
+        .as_str()
+        .or_else(|| labels["training.kubeflow.org/replica-index"].as_str())
+}
+
+/// An elastic run (tests/fixtures/pytorch-elastic: three nodes, two
+/// enough) on each target that runs one. Every node's `torchrun` meets at
+/// `<node 0's host name>:29500`, and the real EndpointSlice controller
+/// makes node 0's pod, and it alone, the endpoint of the Service of that
+/// name: trainc's on `kubernetes` and `jobset`, the operator's per-pod one
+/// on `pytorchjob`, where the operator passes the same rendezvous in
+/// `PET_*` too. Node 0's `torchrun` leaves last (its exit barrier waits
+/// for every node's), so the run ends when node 0 has, the other nodes
+/// still running: the Job by its `successPolicy`, which the JobSet
+/// follows, and the PyTorchJob by the operator's elastic rule.
+#[test]
+fn an_elastic_run_meets_at_node_zero_and_ends_with_it() {
+    let Some(c) = cluster() else { return };
+    for (target, resource, done) in [
+        ("kubernetes", "jobs", "Complete"),
+        ("jobset", "jobsets.jobset.x-k8s.io", "Completed"),
+        ("pytorchjob", "pytorchjobs.kubeflow.org", "Succeeded"),
+    ] {
+        let ns = c.restricted_namespace(&format!("elastic-{target}"));
+        c.provision(&ns, "elastic-ckpt");
+        let dir = built("pytorch-elastic", target, &ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "worker", "running");
+        c.apply(&deploy);
+        let (pods, endpoint) = elastic_nodes(&c, &ns);
+        let node_zero = pods
+            .iter()
+            .find(|p| node_index(p) == Some("0"))
+            .and_then(|p| p["metadata"]["name"].as_str())
+            .expect("node 0's pod")
+            .to_owned();
+        let host = endpoint.strip_suffix(":29500").expect("the worker port");
+        // The host name every node is given is node 0's own.
+        let hostname = pods
+            .iter()
+            .find(|p| p["metadata"]["name"] == node_zero.as_str())
+            .and_then(|p| {
+                p["spec"]["hostname"]
+                    .as_str()
+                    .or(p["metadata"]["name"].as_str())
+            })
+            .expect("host name");
+        assert_eq!(host, hostname, "{target}");
+        c.wait(
+            &format!("node 0 ({node_zero}) as the one endpoint of Service {host}"),
+            || {
+                let slices = c.get(&[
+                    "endpointslices",
+                    "-n",
+                    &ns,
+                    "-l",
+                    &format!("kubernetes.io/service-name={host}"),
+                ]);
+                let targets: Vec<&str> = slices["items"]
+                    .as_array()?
+                    .iter()
+                    .flat_map(|s| s["endpoints"].as_array().into_iter().flatten())
+                    .filter_map(|e| e["targetRef"]["name"].as_str())
+                    .collect();
+                (targets == [node_zero.as_str()]).then_some(())
+            },
+            || c.state(&ns),
+        );
+        if target == "pytorchjob" {
+            for pod in &pods {
+                let env = pod["spec"]["containers"][0]["env"].as_array().expect("env");
+                let value = |name: &str| {
+                    env.iter()
+                        .find(|e| e["name"] == name)
+                        .and_then(|e| e["value"].as_str())
+                };
+                assert_eq!(value("PET_RDZV_ENDPOINT"), Some(endpoint.as_str()), "{pod}");
+                assert_eq!(value("PET_RDZV_BACKEND"), Some("c10d"), "{pod}");
+                assert_eq!(value("PET_NNODES"), Some("2:3"), "{pod}");
+            }
+        }
+        // Node 0 ends; the others run on.
+        c.ok(&[
+            "label",
+            "pod",
+            "-n",
+            &ns,
+            &node_zero,
+            "trainc.test/outcome=node-zero-ends",
+            "--overwrite",
+        ]);
+        let name = run_name(&c, &ns, resource);
+        let live = c.wait(
+            &format!("{resource} {ns}/{name} to be {done} with node 0"),
+            || c.condition(&ns, resource, &name, done),
+            || c.state(&ns),
+        );
+        if target == "kubernetes" {
+            assert_eq!(live["status"]["succeeded"], 1, "{live}");
+        } else {
+            assert_healthy(&live);
+        }
+        c.assert_admitted(&ns);
+    }
+}
+
+/// An elastic node restarts alone and in place: its pod restarts
+/// `OnFailure` (kwok restarts the containers as a kubelet would), and the
+/// real controllers count every node's restarts against the run's
+/// `backoffLimit` (6), failing it past that: the Job with
+/// `BackoffLimitExceeded` (a static run fails at the first failure, by
+/// `PodFailurePolicy`), the JobSet with its Job, the PyTorchJob by the
+/// operator's count of its pods' restarts.
+#[test]
+fn an_elastic_node_restarts_in_place_up_to_the_backoff_limit() {
+    let Some(c) = cluster() else { return };
+    for (target, resource) in [
+        ("kubernetes", "jobs"),
+        ("jobset", "jobsets.jobset.x-k8s.io"),
+        ("pytorchjob", "pytorchjobs.kubeflow.org"),
+    ] {
+        let ns = c.restricted_namespace(&format!("elastic-fail-{target}"));
+        c.provision(&ns, "elastic-ckpt");
+        let dir = built("pytorch-elastic", target, &ns);
+        let deploy = dir.path().join("deploy");
+        outcome(&deploy, "worker", "fail");
+        c.apply(&deploy);
+        // A container restarted in its pod.
+        c.wait(
+            &format!("a node of {ns} to restart in place"),
+            || {
+                let pods = c.get(&["pods", "-n", &ns, "-l", "trainc.dev/role=worker"]);
+                pods["items"]
+                    .as_array()?
+                    .iter()
+                    .any(|p| {
+                        p["status"]["phase"] == "Running"
+                            && p["status"]["containerStatuses"][0]["restartCount"]
+                                .as_u64()
+                                .is_some_and(|n| n > 0)
+                    })
+                    .then_some(())
+            },
+            || c.state(&ns),
+        );
+        let name = run_name(&c, &ns, resource);
+        let failed = c.wait(
+            &format!("{resource} {ns}/{name} to fail past its backoff limit"),
+            || c.condition(&ns, resource, &name, "Failed"),
+            || c.state(&ns),
+        );
+        assert_run_failed(target, &failed, "BackoffLimitExceeded");
+        c.assert_admitted(&ns);
+    }
+}
+
+/// A failed PyTorch run: a Job failed for `job_reason` (its one Failed
+/// condition's), or a run object that its health check calls Degraded.
+fn assert_run_failed(target: &str, failed: &Value, job_reason: &str) {
+    if target == "kubernetes" {
+        let reasons: Vec<&Value> = failed["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["type"] == "Failed")
+            .map(|c| &c["reason"])
+            .collect();
+        assert_eq!(reasons, [&Value::from(job_reason)], "{failed}");
+    } else {
+        assert_eq!(
+            health_of(failed),
+            ("Degraded".to_owned(), "Failed".to_owned()),
+            "{failed}"
+        );
     }
 }
 

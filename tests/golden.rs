@@ -229,6 +229,29 @@ fn pytorch_gpu_pytorchjob() {
     insta::assert_snapshot!(render(&tree));
 }
 
+/// Elastic PyTorch (c10d rendezvous at node 0's host name, nodes restarting
+/// alone `OnFailure` up to `backoffLimit` times): one Indexed Job that
+/// succeeds with node 0, and the rendezvous Service selecting node 0.
+#[test]
+fn pytorch_elastic() {
+    let (_dir, tree) = common::build_example("pytorch-elastic");
+    insta::assert_snapshot!(render(&tree));
+}
+
+/// The same Job inside a JobSet that does not restart the run itself.
+#[test]
+fn pytorch_elastic_jobset() {
+    let (_dir, tree) = common::build_example_for("pytorch-elastic", "jobset");
+    insta::assert_snapshot!(render(&tree));
+}
+
+/// A PyTorchJob with the `elasticPolicy` of the same rendezvous.
+#[test]
+fn pytorch_elastic_pytorchjob() {
+    let (_dir, tree) = common::build_example_for("pytorch-elastic", "pytorchjob");
+    insta::assert_snapshot!(render(&tree));
+}
+
 /// Every kind of volume: claims that select a volume, NFS with mount
 /// options, CSI volumes, emptyDir, ConfigMap and Secret volumes, and
 /// volumes that only some roles mount.

@@ -175,6 +175,44 @@ fn the_hand_written_pytorchjob_comes_back_but_for_the_documented_differences() {
     assert_eq!(built["metadata"]["labels"]["team"], "nlp");
 }
 
+/// An elastic PyTorchJob stays elastic: its node counts, its restarts
+/// (`torchrun`'s and each node's, in place) and its c10d rendezvous come
+/// back in the PyTorchJob trainc writes, the rendezvous now named after
+/// the run.
+#[test]
+fn an_elastic_pytorchjob_comes_back_elastic() {
+    let dir = import_and_build("elastic.yaml");
+    let definition = fs::read_to_string(dir.path().join("jobs/resnet-elastic.yaml")).expect("read");
+    assert!(
+        definition.contains("  torchrun:\n    elastic:\n      minNodes: 2\n      maxRestarts: 4\n    nprocPerNode: 1\n"),
+        "{definition}"
+    );
+    let original = yaml(&fixture("elastic.yaml")).remove(0);
+    let built = built_object(dir.path(), "pytorchjob-");
+    let name = built["metadata"]["name"].as_str().expect("name");
+    let mut policy = original["spec"]["elasticPolicy"].clone();
+    policy["rdzvId"] = name.into();
+    policy["rdzvPort"] = 29500.into();
+    assert_eq!(built["spec"]["elasticPolicy"], policy);
+    let worker = &built["spec"]["pytorchReplicaSpecs"]["Worker"];
+    assert_eq!(worker["restartPolicy"], "OnFailure");
+    assert_eq!(built["spec"]["runPolicy"]["backoffLimit"], 5);
+    let command = &worker["template"]["spec"]["containers"][0]["command"];
+    assert_eq!(
+        command,
+        &json!([
+            "torchrun",
+            "--nnodes=2:3",
+            "--nproc-per-node=1",
+            "--rdzv-backend=c10d",
+            format!("--rdzv-endpoint={name}-worker-0:29500"),
+            format!("--rdzv-id={name}"),
+            "--max-restarts=4",
+            "/app/train.py"
+        ])
+    );
+}
+
 /// A TFJob of the MNIST layout: every role's pod the same but for the same
 /// kinds of difference, and the GPU toleration of the workers.
 #[test]

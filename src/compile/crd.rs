@@ -141,6 +141,23 @@ pub struct PyTorchJobSpec {
     /// By replica type: `Master`, `Worker`.
     pub pytorch_replica_specs: BTreeMap<&'static str, ReplicaSpec>,
     pub run_policy: KubeflowRunPolicy,
+    /// An elastic run's: the operator then passes c10d rendezvous in
+    /// `PET_RDZV_*` and `PET_NNODES=min:max`, and the run succeeds when
+    /// any worker has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elastic_policy: Option<ElasticPolicy>,
+}
+
+/// A PyTorchJob's `elasticPolicy`, as much of it as trainc writes.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElasticPolicy {
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    pub max_restarts: i32,
+    pub rdzv_backend: &'static str,
+    pub rdzv_id: String,
+    pub rdzv_port: i32,
 }
 
 /// `runPolicy` of the Kubeflow v1 jobs (TFJob, PyTorchJob).

@@ -10,6 +10,15 @@
 //! rendezvous knows no membership changes: a node that restarts alone waits
 //! for peers that are gone, so a run restarts every node together (JobSet)
 //! or fails as a whole (plain Jobs, PyTorchJob), never one node at a time.
+//!
+//! An elastic run (`torchrun.elastic`) uses c10d rendezvous instead:
+//! `--nnodes=MIN:MAX --rdzv-backend=c10d --rdzv-endpoint=<node 0's host
+//! name>:<port> --rdzv-id=<run>`. Node 0's `torchrun` hosts the rendezvous
+//! store because the endpoint is its own host name (`torchrun` compares
+//! the two); the other nodes reach it through a Service of that name
+//! (the operator's on `pytorchjob`, trainc's on the targets without one).
+//! Membership may change: a node that restarts alone rejoins, and the
+//! others restart their processes with it, so its pod may restart in place.
 
 use crate::compile::Run;
 use crate::compile::index::Index;
@@ -17,7 +26,7 @@ use crate::load::Findings;
 use crate::model::definition::RoleKind;
 use crate::model::definition::{Target, TrainingJob};
 use crate::model::job::env_scopes;
-use crate::model::job::{Framework, Role};
+use crate::model::job::{Elastic, Framework, Role};
 
 /// The program that starts a node's processes.
 pub const LAUNCHER: &str = "torchrun";
@@ -54,51 +63,102 @@ pub const OMP_THREADS: &str = "OMP_NUM_THREADS";
 pub struct Launch {
     pub nnodes: u32,
     pub nproc_per_node: u32,
-    /// Node 0's address and port, where every node meets; `None` where the
-    /// operator passes the whole launch (rendezvous and processes per node)
-    /// in `PET_*` variables, which `torchrun` reads as its flags' defaults.
-    pub rendezvous: Option<(String, u16)>,
+    /// Where the nodes meet; `None` where the operator passes the whole
+    /// launch (rendezvous and processes per node) in `PET_*` variables,
+    /// which `torchrun` reads as its flags' defaults.
+    pub rendezvous: Option<Rendezvous>,
+}
+
+/// How a run's nodes find each other.
+#[derive(Debug, Clone)]
+pub enum Rendezvous {
+    /// At node 0's address and port, each node with the rank of its index.
+    Static { master: String, port: u16 },
+    /// c10d, hosted by node 0's `torchrun` at `host:port`, where `host` is
+    /// node 0's host name; ranks are handed out as nodes join.
+    Elastic {
+        host: String,
+        port: u16,
+        id: String,
+        elastic: Elastic,
+    },
 }
 
 impl Launch {
+    /// Whether the nodes meet at a c10d rendezvous.
+    pub fn is_elastic(&self) -> bool {
+        matches!(self.rendezvous, Some(Rendezvous::Elastic { .. }))
+    }
+
     /// The container command of node `index`: `torchrun`, its flags, then
     /// the program. A `python` command becomes `torchrun`'s script (run by
     /// the interpreter `torchrun` runs under, the image's); anything else
     /// runs as is (`--no-python`).
     pub fn command(&self, program: &[String], index: Index) -> Vec<String> {
         let mut c = vec![LAUNCHER.to_owned()];
-        if let Some((addr, port)) = &self.rendezvous {
-            c.push(format!("--nnodes={}", self.nnodes));
-            c.push(format!("--nproc-per-node={}", self.nproc_per_node));
-            c.push(format!("--node-rank={}", index.render()));
-            c.push(format!("--master-addr={addr}"));
-            c.push(format!("--master-port={port}"));
+        match &self.rendezvous {
+            None => {}
+            Some(Rendezvous::Static { master, port }) => {
+                c.push(format!("--nnodes={}", self.nnodes));
+                c.push(format!("--nproc-per-node={}", self.nproc_per_node));
+                c.push(format!("--node-rank={}", index.render()));
+                c.push(format!("--master-addr={master}"));
+                c.push(format!("--master-port={port}"));
+            }
+            Some(Rendezvous::Elastic {
+                host,
+                port,
+                id,
+                elastic,
+            }) => {
+                c.push(format!(
+                    "--nnodes={}:{}",
+                    elastic.min_nodes, elastic.max_nodes
+                ));
+                c.push(format!("--nproc-per-node={}", self.nproc_per_node));
+                c.push("--rdzv-backend=c10d".to_owned());
+                c.push(format!("--rdzv-endpoint={host}:{port}"));
+                c.push(format!("--rdzv-id={id}"));
+                c.push(format!("--max-restarts={}", elastic.max_restarts));
+            }
         }
         c.extend(script(program));
         c
     }
 }
 
-/// A run's nodes (the `worker` role) and `torchrun`'s launch, with static
-/// rendezvous at node 0, whose pod `host(run, role, 0)` names under the
-/// run's headless Service. `None` for jobs of other frameworks, or without
-/// workers (which validation refuses).
-pub fn nodes<'a>(run: &Run<'a>, host: fn(&str, &str, u32) -> String) -> Option<(&'a Role, Launch)> {
+/// A run's nodes (the `worker` role) and `torchrun`'s launch, with the
+/// rendezvous at node 0, whose pod's host name is `host(run, role, 0)`:
+/// static, at its name under the run's headless Service (`master(host)`),
+/// or elastic, at the host name itself. `None` for jobs of other
+/// frameworks, or without workers (which validation refuses).
+pub fn nodes<'a>(
+    run: &Run<'a>,
+    host: fn(&str, &str, u32) -> String,
+    master: impl Fn(&str) -> String,
+) -> Option<(&'a Role, Launch)> {
     let job = run.job;
     let Framework::Pytorch(p) = &job.framework else {
         return None;
     };
     let role = job.roles.iter().find(|r| r.kind == RoleKind::Worker)?;
-    let master = format!(
-        "{}.{}.{}.svc",
-        host(&run.name, role.kind.as_str(), 0),
-        run.name,
-        job.namespace
-    );
+    let node_zero = host(&run.name, role.kind.as_str(), 0);
+    let rendezvous = match &p.elastic {
+        Some(elastic) => Rendezvous::Elastic {
+            host: node_zero,
+            port: role.port,
+            id: run.name.clone(),
+            elastic: elastic.clone(),
+        },
+        None => Rendezvous::Static {
+            master: master(&node_zero),
+            port: role.port,
+        },
+    };
     let launch = Launch {
         nnodes: role.replicas,
         nproc_per_node: p.nproc_per_node,
-        rendezvous: Some((master, role.port)),
+        rendezvous: Some(rendezvous),
     };
     Some((role, launch))
 }
@@ -163,14 +223,20 @@ pub fn rank_env(launch: &Launch, rank: Rank, master: (&str, u16)) -> Vec<(String
     .collect()
 }
 
+/// What a target can do with a PyTorch run's nodes (from its registration,
+/// `compile::target::Backend`).
+#[derive(Debug, Clone, Copy)]
+pub struct Nodes {
+    pub target: Target,
+    /// It restarts every node of a run together.
+    pub restarts_whole_runs: bool,
+    /// Something can add nodes to a running run.
+    pub scales_nodes: bool,
+}
+
 /// What PyTorch asks of a definition (the schema has refused TensorFlow's
 /// roles and fields already).
-pub(crate) fn check(
-    cx: &mut Findings,
-    def: &TrainingJob,
-    target: Target,
-    restarts_whole_runs: bool,
-) {
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob, target: Nodes) {
     let spec = &def.spec;
     match RoleKind::Worker.of(&spec.roles) {
         None => cx.error_at_key(
@@ -240,26 +306,71 @@ pub(crate) fn check(
             }
         }
     }
+    if let Some(elastic) = spec.elastic() {
+        check_elastic(cx, def, elastic, target);
+        return;
+    }
     let rp = &spec.run_policy;
     if rp.restart_policy.as_deref() == Some("OnFailure") {
         cx.error(
             "/spec/runPolicy/restartPolicy",
             "a PyTorch node restarted alone cannot rejoin a static rendezvous: its peers are gone",
-            "remove `restartPolicy`; use `backoffLimit` on the `jobset` target, which restarts every node together",
+            "set `torchrun.elastic: {minNodes: <n>}` (c10d rendezvous, which a restarted node rejoins), or remove `restartPolicy` and use `backoffLimit` on the `jobset` target, which restarts every node together",
         );
     }
     if let Some(n) = rp.backoff_limit
         && n > 0
-        && !restarts_whole_runs
+        && !target.restarts_whole_runs
     {
         cx.error(
             "/spec/runPolicy/backoffLimit",
             format!(
                 "the `{}` target cannot restart every node of a PyTorch run together, and a node restarted alone waits for its peers forever",
-                target.as_str()
+                target.target.as_str()
             ),
-            "remove `backoffLimit` (a failure then fails the run), or use the `jobset` target, which restarts every node together up to `backoffLimit` times",
+            "set `torchrun.elastic: {minNodes: <n>}` (c10d rendezvous, which a restarted node rejoins), remove `backoffLimit` (a failure then fails the run), or use the `jobset` target, which restarts every node together up to `backoffLimit` times",
         );
+    }
+}
+
+/// What elastic training asks: node counts around the nodes trainc starts.
+/// (Whether the target runs it at all is the target's own check.)
+fn check_elastic(
+    cx: &mut Findings,
+    def: &TrainingJob,
+    elastic: &crate::model::definition::Elastic,
+    target: Nodes,
+) {
+    let Some(nodes) = RoleKind::Worker.of(&def.spec.roles).map(|w| w.replicas) else {
+        return;
+    };
+    if elastic.min_nodes > nodes {
+        cx.error(
+            "/spec/torchrun/elastic/minNodes",
+            format!(
+                "{} nodes at least, but the run starts {nodes}",
+                elastic.min_nodes
+            ),
+            format!(
+                "set `minNodes` to {nodes} or fewer, or start more nodes (`roles.worker.replicas`)"
+            ),
+        );
+    }
+    match elastic.max_nodes {
+        Some(max) if max < nodes => cx.error(
+            "/spec/torchrun/elastic/maxNodes",
+            format!("{max} nodes at most, but the run starts {nodes}"),
+            format!("set `maxNodes` to {nodes} or more, or leave it out (it defaults to `roles.worker.replicas`)"),
+        ),
+        Some(max) if max > nodes && !target.scales_nodes => cx.error(
+            "/spec/torchrun/elastic/maxNodes",
+            format!(
+                "up to {max} nodes, but on `{}` a run has the {nodes} nodes it starts: nothing adds more",
+                target.target.as_str()
+            ),
+            "leave `maxNodes` out, or use the `pytorchjob` target, whose PyTorchJob can be scaled up to it",
+        ),
+        _ => {}
     }
 }
 
@@ -304,6 +415,38 @@ mod tests {
             script(&strings(&["/bin/train"])),
             strings(&["--no-python", "/bin/train"])
         );
+    }
+
+    #[test]
+    fn an_elastic_launch_meets_at_node_zero_s_host_name_whatever_the_index() {
+        let launch = Launch {
+            nnodes: 3,
+            nproc_per_node: 2,
+            rendezvous: Some(Rendezvous::Elastic {
+                host: "r-worker-0".to_owned(),
+                port: 29500,
+                id: "r".to_owned(),
+                elastic: Elastic {
+                    min_nodes: 2,
+                    max_nodes: 3,
+                    max_restarts: 1,
+                },
+            }),
+        };
+        // No `--node-rank`: c10d hands out ranks as nodes join.
+        let expected = strings(&[
+            "torchrun",
+            "--nnodes=2:3",
+            "--nproc-per-node=2",
+            "--rdzv-backend=c10d",
+            "--rdzv-endpoint=r-worker-0:29500",
+            "--rdzv-id=r",
+            "--max-restarts=1",
+            "/app/train.py",
+        ]);
+        let program = strings(&["python", "/app/train.py"]);
+        assert_eq!(launch.command(&program, Index::Fixed(1)), expected);
+        assert!(launch.is_elastic());
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub(crate) fn import(shown: &str, doc: &Value) -> Imported {
     };
     let mut notes = Notes::default();
     let mut roles: Vec<Read> = Vec::new();
+    let elastic = doc["spec"]["elasticPolicy"].as_object().filter(|_| pytorch);
+    let mut restart_policy = None;
     let specs = doc["spec"][specs_key]
         .as_object()
         .cloned()
@@ -63,16 +65,28 @@ pub(crate) fn import(shown: &str, doc: &Value) -> Imported {
             notes.kept(format!("{at}.replicas"), format!("roles.{role}.replicas"));
         }
         if let Some(p) = spec["restartPolicy"].as_str() {
-            let why = if pytorch {
-                format!(
+            let why = if elastic.is_some() {
+                if p == "OnFailure" {
+                    notes.kept(format!("{at}.restartPolicy"), "runPolicy.restartPolicy");
+                    restart_policy = Some(p.to_owned());
+                    None
+                } else {
+                    Some(format!(
+                        "an elastic run's nodes restart `OnFailure`, in place, and rejoin; `{p}` is not trainc's"
+                    ))
+                }
+            } else if pytorch {
+                Some(format!(
                     "`{p}` restarts one node in place, which a static rendezvous cannot take: a failed node fails the run (`target: jobset` restarts the whole run)"
-                )
+                ))
             } else {
-                format!(
+                Some(format!(
                     "`{p}` restarts one task in place; trainc restarts the whole run, `runPolicy.backoffLimit` times"
-                )
+                ))
             };
-            notes.changed(format!("{at}.restartPolicy"), None, why);
+            if let Some(why) = why {
+                notes.changed(format!("{at}.restartPolicy"), None, why);
+            }
         }
         // A PyTorch master and workers are one role: one pod template.
         if let Some(existing) = roles.iter_mut().find(|r| r.role == role) {
@@ -120,7 +134,16 @@ pub(crate) fn import(shown: &str, doc: &Value) -> Imported {
         &mut run_policy,
         &mut notes,
     );
-    if pytorch && run_policy.remove("backoffLimit").is_some() {
+    if let Some(p) = restart_policy {
+        run_policy.insert("restartPolicy".to_owned(), p.into());
+    }
+    if let Some(policy) = elastic {
+        let nodes = roles.iter().map(|r| r.replicas).sum();
+        spec.insert(
+            "torchrun".to_owned(),
+            elastic_policy(policy, nodes, &mut notes),
+        );
+    } else if pytorch && run_policy.remove("backoffLimit").is_some() {
         notes.0.retain(|n| n.from != "spec.runPolicy.backoffLimit");
         notes.left_out(
             "spec.runPolicy.backoffLimit",
@@ -128,6 +151,69 @@ pub(crate) fn import(shown: &str, doc: &Value) -> Imported {
         );
     }
     finish(shown, &kind, doc, spec, run_policy, roles, notes, pytorch)
+}
+
+/// A PyTorchJob's `elasticPolicy` as `torchrun.elastic` (in a `torchrun`
+/// object of its own, which the command's `--nproc-per-node` joins): the
+/// node counts and restarts; trainc's own rendezvous for the rest.
+fn elastic_policy(policy: &Map<String, Value>, nodes: u64, notes: &mut Notes) -> Value {
+    let at = "spec.elasticPolicy";
+    let mut elastic = Map::new();
+    // The operator makes each count the other when one is missing, and
+    // both the workers' when neither is there.
+    let min = policy
+        .get("minReplicas")
+        .or_else(|| policy.get("maxReplicas"));
+    let max = policy
+        .get("maxReplicas")
+        .or_else(|| policy.get("minReplicas"));
+    elastic.insert(
+        "minNodes".to_owned(),
+        min.cloned().unwrap_or_else(|| nodes.into()),
+    );
+    if let Some(max) = max.filter(|m| m.as_u64() != Some(nodes)) {
+        elastic.insert("maxNodes".to_owned(), max.clone());
+    }
+    for (key, to) in [
+        ("minReplicas", "torchrun.elastic.minNodes"),
+        ("maxReplicas", "torchrun.elastic.maxNodes"),
+        ("maxRestarts", "torchrun.elastic.maxRestarts"),
+    ] {
+        if let Some(v) = policy.get(key) {
+            notes.kept(format!("{at}.{key}"), to);
+            if key == "maxRestarts" {
+                elastic.insert("maxRestarts".to_owned(), v.clone());
+            }
+        }
+    }
+    let mut torchrun = Map::new();
+    if let Some(n) = policy.get("nProcPerNode") {
+        notes.kept(format!("{at}.nProcPerNode"), "torchrun.nprocPerNode");
+        torchrun.insert("nprocPerNode".to_owned(), n.clone());
+    }
+    for (key, v) in policy {
+        let why = match key.as_str() {
+            "minReplicas" | "maxReplicas" | "maxRestarts" | "nProcPerNode" => continue,
+            "rdzvBackend" if v == "c10d" => {
+                notes.kept(format!("{at}.{key}"), "torchrun.elastic");
+                continue;
+            }
+            "rdzvBackend" => {
+                "trainc runs c10d rendezvous, hosted by node 0's `torchrun`: no etcd server is needed"
+            }
+            "rdzvHost" | "rdzvPort" | "rdzvId" => {
+                "trainc writes it: node 0's host name and `roles.worker.port`, the run's name as the id"
+            }
+            "rdzvConf" | "standalone" => "trainc's c10d rendezvous takes no other settings",
+            "metrics" => {
+                "trainc writes no HorizontalPodAutoscaler: scale the PyTorchJob (its scale subresource) up to `maxNodes`"
+            }
+            _ => "not a field trainc knows",
+        };
+        notes.changed(format!("{at}.{key}"), None, why);
+    }
+    torchrun.insert("elastic".to_owned(), Value::Object(elastic));
+    Value::Object(torchrun)
 }
 
 /// A JobSet: each replicated Job a role, by name.
@@ -350,9 +436,16 @@ pub(crate) fn finish(
         "gpuResourceName",
         "torchrun",
     ] {
-        if let Some(v) = job.remove(key) {
-            spec.insert(key.to_owned(), v);
-        }
+        // An elastic policy's `torchrun` joins the command's, in this order.
+        let v = match (spec.shift_remove(key), job.remove(key)) {
+            (Some(Value::Object(mut ours)), Some(Value::Object(theirs))) => {
+                ours.extend(theirs);
+                Value::Object(ours)
+            }
+            (_, Some(v)) | (Some(v), None) => v,
+            (None, None) => continue,
+        };
+        spec.insert(key.to_owned(), v);
     }
     spec.insert("roles".to_owned(), Value::Object(role_map));
     for key in ["storage", "shmSize", "serviceAccountName"] {

@@ -172,6 +172,11 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// `torchrun.elastic`, when set.
+    pub fn elastic(&self) -> Option<&Elastic> {
+        self.torchrun.as_ref().and_then(|t| t.elastic.as_ref())
+    }
+
     /// `clusterSpec`, its defaults filled in.
     pub fn cluster_spec(&self) -> ClusterSpecOptions {
         self.cluster_spec.clone().unwrap_or_default()
@@ -450,6 +455,18 @@ impl Default for ClusterSpecOptions {
 pub struct Torchrun {
     /// Processes per node; default: the node's GPUs, else 1.
     pub nproc_per_node: Option<u32>,
+    /// c10d rendezvous instead of the static one.
+    pub elastic: Option<Elastic>,
+}
+
+/// `spec.torchrun.elastic`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Elastic {
+    pub min_nodes: u32,
+    /// Default: the worker role's replicas.
+    pub max_nodes: Option<u32>,
+    pub max_restarts: Option<u32>,
 }
 
 fn yes() -> bool {

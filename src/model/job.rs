@@ -101,7 +101,25 @@ pub struct Tensorflow {
 pub struct Pytorch {
     /// Processes `torchrun` starts on each node (the `worker` role's pods).
     pub nproc_per_node: u32,
+    /// c10d rendezvous; `None`: static. Left out of the identity when
+    /// `None`, so that a static run keeps its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<Elastic>,
 }
+
+/// `torchrun`'s elastic launch, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Elastic {
+    pub min_nodes: u32,
+    pub max_nodes: u32,
+    /// `--max-restarts`: how often a node's processes restart, every
+    /// node's together, before its `torchrun` fails.
+    pub max_restarts: u32,
+}
+
+/// `torchrun`'s own restarts of a node's processes unless the definition
+/// says: a few, as a Job's `backoffLimit` has.
+pub const DEFAULT_MAX_RESTARTS: u32 = 3;
 
 impl Framework {
     pub fn kind(&self) -> def::Framework {
@@ -770,6 +788,14 @@ pub fn resolve(
                     .and_then(|t| t.nproc_per_node)
                     .or_else(|| roles.iter().map(|r| r.gpu).find(|g| *g > 0))
                     .unwrap_or(1),
+                elastic: spec.elastic().map(|e| {
+                    let nodes = RoleKind::Worker.of(&spec.roles).map_or(0, |w| w.replicas);
+                    Elastic {
+                        min_nodes: e.min_nodes,
+                        max_nodes: e.max_nodes.unwrap_or(nodes),
+                        max_restarts: e.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
+                    }
+                }),
             }),
         },
         build,

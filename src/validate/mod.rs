@@ -348,7 +348,7 @@ fn resolve(
         .preset(def.framework_name())
         .ok_or_else(|| Diagnostic::new("internal error: a validated job has no preset"))?;
     let target = crate::compile::target::backend(job::target_of(def, cx.defaults));
-    let run_defaults = target.run_defaults(def.framework());
+    let run_defaults = target.run_defaults(def);
     let mut job = job::resolve(
         def,
         cx.defaults,

@@ -34,7 +34,15 @@ pub fn check(doc: &Document, def: &TrainingJob, vcx: &super::Context) -> Vec<Dia
         Framework::Tensorflow => compile::tensorflow::check(&mut cx, def),
         Framework::Pytorch => {
             let target = compile::target::backend(target_of(def, defaults));
-            compile::pytorch::check(&mut cx, def, target.target, target.restarts_whole_runs);
+            compile::pytorch::check(
+                &mut cx,
+                def,
+                compile::pytorch::Nodes {
+                    target: target.target,
+                    restarts_whole_runs: target.restarts_whole_runs,
+                    scales_nodes: target.scales_nodes,
+                },
+            );
         }
     }
     target_framework(&mut cx, def, defaults);

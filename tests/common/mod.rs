@@ -199,6 +199,8 @@ pub const CRD_BUILDS: &[(&str, Variant)] = &[
     ("pytorch-gpu", Variant::Target("jobset")),
     ("pytorch-gpu", Variant::Target("pytorchjob")),
     ("pytorch", Variant::Project("trainc.trainjob.yaml")),
+    ("pytorch-elastic", Variant::Target("jobset")),
+    ("pytorch-elastic", Variant::Target("pytorchjob")),
 ];
 
 /// The `output:` of a project file (`deploy` when it has none).
@@ -313,6 +315,7 @@ pub fn every_build() -> Vec<(String, tempfile::TempDir, PathBuf)> {
         "patches",
         "pytorch",
         "pytorch-gpu",
+        "pytorch-elastic",
     ] {
         let (dir, _) = build_example(example);
         let deploy = output_of(dir.path());

@@ -12,7 +12,10 @@
 //!
 //! A PyTorch run is one replicated Job of one Indexed Job whose indexes are
 //! the nodes (`<run>-worker-0-<i>`); the JobSet succeeds when every node
-//! has, and restarts every node together when one fails.
+//! has, and restarts every node together when one fails. An elastic run's
+//! nodes restart alone instead, as on `kubernetes`: the Job restarts them
+//! up to `backoffLimit` times in all and succeeds with node 0, and the
+//! JobSet fails with the Job.
 
 use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,7 +26,7 @@ use crate::compile::crd;
 use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
-use crate::compile::target::kubernetes::COMPLETION_INDEX;
+use crate::compile::target::kubernetes::{self, COMPLETION_INDEX};
 use crate::compile::tensorflow::ClusterSpec;
 use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::load::Findings;
@@ -116,10 +119,14 @@ fn tensorflow(run: &Run) -> Result<Vec<Manifest>, Finding> {
 fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
-    let Some((role, launch)) = crate::compile::pytorch::nodes(run, names::jobset_indexed_pod)
+    let Some((role, launch)) =
+        crate::compile::pytorch::nodes(run, names::jobset_indexed_pod, |node_zero| {
+            format!("{node_zero}.{}.{}.svc", run.name, job.namespace)
+        })
     else {
         return Ok(Vec::new());
     };
+    let elastic = launch.is_elastic();
     let placement = pod::Placement {
         role,
         index: Index::Annotation(COMPLETION_INDEX),
@@ -136,9 +143,11 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
         role.kind,
         1,
         JobSpec {
-            // A failed node fails the Job at once, and the JobSet
-            // restarts every node together.
-            backoff_limit: Some(0),
+            // Static: a failed node fails the Job at once, and the JobSet
+            // restarts every node together. Elastic: the Job restarts the
+            // node alone, and it rejoins.
+            backoff_limit: Some(if elastic { rp.backoff_limit } else { 0 }),
+            success_policy: elastic.then(kubernetes::node_zero_succeeded),
             completions: Some(nodes),
             parallelism: Some(nodes),
             completion_mode: Some("Indexed".to_owned()),
@@ -148,7 +157,18 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
             ..JobSpec::default()
         },
     );
-    Ok(vec![jobset(run, vec![replicated], role.kind)])
+    if !elastic {
+        return Ok(vec![jobset(run, vec![replicated], role.kind)]);
+    }
+    let mut spec = spec(run, vec![replicated], role.kind.as_str());
+    // The Job has restarted the nodes already: the run fails with it.
+    if let Some(policy) = &mut spec.failure_policy {
+        policy.max_restarts = Some(0);
+    }
+    Ok(vec![
+        jobset_of(run, spec),
+        kubernetes::rendezvous_service(run, names::jobset_indexed_pod, role.port),
+    ])
 }
 
 /// A replicated Job of a role's tasks, labelled as they are.
@@ -173,6 +193,11 @@ fn replicated_job(run: &Run, kind: RoleKind, replicas: i32, spec: JobSpec) -> Re
 /// The run's JobSet: restarted as a whole, done when every Job of
 /// `success` is.
 fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> Manifest {
+    jobset_of(run, spec(run, replicated_jobs, success.as_str()))
+}
+
+/// The run's JobSet of `spec`, labelled as the run (and the Kueue queue's).
+fn jobset_of(run: &Run, spec: JobSetSpec) -> Manifest {
     let job = run.job;
     let mut labels = meta::labels(job, meta::run_labels(job, &run.name));
     if let Some(queue) = &job.run_policy.queue {
@@ -180,7 +205,7 @@ fn jobset(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: RoleKind) -> 
     }
     let jobset = JobSet {
         metadata: meta::run_object(job, &run.name, labels),
-        spec: spec(run, replicated_jobs, success.as_str()),
+        spec,
     };
     Manifest::new(jobset, &run.name, &job.name, true, &job.namespace)
 }
@@ -221,9 +246,12 @@ pub(crate) fn spec(run: &Run, replicated_jobs: Vec<ReplicatedJob>, success: &str
     }
 }
 
-/// What this target cannot express, located in the definition.
+/// What this target cannot express, located in the definition. (An
+/// elastic PyTorch run's nodes restart alone: PyTorch's own check.)
 pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
-    if def.spec.run_policy.restart_policy.as_deref() == Some("OnFailure") {
+    if def.spec.run_policy.restart_policy.as_deref() == Some("OnFailure")
+        && def.spec.elastic().is_none()
+    {
         cx.error(
             "/spec/runPolicy/restartPolicy",
             "the `jobset` target restarts a run as a whole, but `restartPolicy: OnFailure` restarts one task alone",

@@ -14,13 +14,16 @@
 //! `<run>-worker`, whose pods are named `<run>-worker-<i>` under the same
 //! Service. The Job succeeds when every node has, and any node's failure
 //! fails it at once and stops the others: static rendezvous cannot take a
-//! node back alone (see [`crate::compile::pytorch`]).
+//! node back alone (see [`crate::compile::pytorch`]). An elastic run's
+//! nodes restart alone and rejoin, up to `backoffLimit` times in all, and
+//! the Job succeeds when node 0 has; a second Service, named after node 0's
+//! host name, is the rendezvous endpoint ([`rendezvous_service`]).
 
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
-    PodFailurePolicyRule,
+    PodFailurePolicyRule, SuccessPolicy, SuccessPolicyRule,
 };
-use k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use serde_json::Value;
 
 use crate::compile::family::{self, Family, Tasks};
@@ -186,14 +189,21 @@ fn batch_job(
     Manifest::new(batch, name, stem, true, &job.namespace)
 }
 
-/// A PyTorch run: the Service and one Indexed Job of every node.
+/// A PyTorch run: the Service and one Indexed Job of every node (and an
+/// elastic run's rendezvous Service).
 fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     let mut out = vec![service(run)];
-    let Some((role, launch)) = crate::compile::pytorch::nodes(run, names::task) else {
+    let Some((role, launch)) = crate::compile::pytorch::nodes(run, names::task, |node_zero| {
+        format!("{node_zero}.{}.{}.svc", run.name, job.namespace)
+    }) else {
         return Ok(out);
     };
+    let elastic = launch.is_elastic();
+    if elastic {
+        out.push(rendezvous_service(run, names::task, role.port));
+    }
     let name = names::role_job(&run.name, role.kind.as_str());
     let placement = pod::Placement {
         role,
@@ -211,22 +221,12 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
         completion_mode: Some("Indexed".to_owned()),
         completions: Some(nodes),
         parallelism: Some(nodes),
-        // 0 unless the definition says (and validation refuses more): a
-        // node replaced alone would wait for its peers forever.
+        // Static: 0 unless the definition says (and validation refuses
+        // more), as a node replaced alone would wait for its peers forever.
+        // Elastic: the node restarts of the whole run.
         backoff_limit: Some(rp.backoff_limit),
-        // Said outright, and named in the Job's failure condition: a rank
-        // that fails fails the run, and the Job controller stops the others.
-        pod_failure_policy: Some(PodFailurePolicy {
-            rules: vec![PodFailurePolicyRule {
-                action: "FailJob".to_owned(),
-                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
-                    container_name: Some(FrameworkKind::Pytorch.as_str().to_owned()),
-                    operator: "NotIn".to_owned(),
-                    values: vec![0],
-                }),
-                ..PodFailurePolicyRule::default()
-            }],
-        }),
+        pod_failure_policy: (!elastic).then(fail_on_any_node),
+        success_policy: elastic.then(node_zero_succeeded),
         active_deadline_seconds: rp.active_deadline_seconds,
         ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
         pod_replacement_policy: Some("Failed".to_owned()),
@@ -236,6 +236,80 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let stem = names::role_job(&job.name, role.kind.as_str());
     out.push(batch_job(run, role, None, &name, &stem, spec));
     Ok(out)
+}
+
+/// A static run's failure: said outright, and named in the Job's failure
+/// condition, a rank that fails fails the run, and the Job controller
+/// stops the others.
+fn fail_on_any_node() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![PodFailurePolicyRule {
+            action: "FailJob".to_owned(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: Some(FrameworkKind::Pytorch.as_str().to_owned()),
+                operator: "NotIn".to_owned(),
+                values: vec![0],
+            }),
+            ..PodFailurePolicyRule::default()
+        }],
+    }
+}
+
+/// An elastic run's success: node 0's `torchrun` hosts the rendezvous and
+/// leaves only after every node's has finished (its exit barrier), so its
+/// success is the run's. A node that rejoined after the others finished
+/// would otherwise wait for a rendezvous that never comes, and fail.
+pub(crate) fn node_zero_succeeded() -> SuccessPolicy {
+    SuccessPolicy {
+        rules: vec![SuccessPolicyRule {
+            succeeded_indexes: Some("0".to_owned()),
+            succeeded_count: None,
+        }],
+    }
+}
+
+/// An elastic run's rendezvous endpoint: a headless Service named after
+/// node 0's host name, `host(run, "worker", 0)`, selecting node 0's pod by
+/// its completion index. Every node resolves the name to node 0, and node
+/// 0's `torchrun`, finding the endpoint is its own host name, hosts the
+/// store. Published before the pod is ready, as the run's own Service is.
+pub(crate) fn rendezvous_service(
+    run: &Run,
+    host: fn(&str, &str, u32) -> String,
+    port: u16,
+) -> Manifest {
+    let job = run.job;
+    let worker = RoleKind::Worker.as_str();
+    let name = host(&run.name, worker, 0);
+    let mut selector = meta::run_selector(&run.name);
+    selector.insert(COMPLETION_INDEX.to_owned(), "0".to_owned());
+    let svc = Service {
+        metadata: meta::object(
+            job,
+            &name,
+            true,
+            meta::labels(job, meta::run_labels(job, &run.name)),
+        ),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".to_owned()),
+            publish_not_ready_addresses: Some(true),
+            selector: Some(selector),
+            ports: Some(vec![ServicePort {
+                name: Some(crate::compile::pytorch::PORT_NAME.to_owned()),
+                port: i32::from(port),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    };
+    Manifest::new(
+        svc,
+        &name,
+        &host(&job.name, worker, 0),
+        true,
+        &job.namespace,
+    )
 }
 
 /// Names this target generates for a job, for validation's length and

@@ -67,6 +67,10 @@ pub struct Backend {
     /// cannot, a PyTorch run fails as a whole: `backoffLimit` is 0, and
     /// more is refused (a node restarted alone waits for its peers forever).
     pub restarts_whole_runs: bool,
+    /// Whether something can add nodes to a running PyTorch run (the
+    /// PyTorchJob's scale subresource), so that an elastic run's
+    /// `maxNodes` may exceed the nodes it starts.
+    pub scales_nodes: bool,
     /// Whether its operator writes `TF_CONFIG` into the pods itself.
     pub writes_tf_config: bool,
     /// Whether its operator gives a run's pods a Volcano PodGroup, whose
@@ -83,14 +87,20 @@ impl Backend {
             .map_or(k8s_openapi::api::batch::v1::Job::KIND, |o| o.kind)
     }
 
-    /// What a run's policy defaults to here. A PyTorch node's pod is never
-    /// restarted alone: static rendezvous needs every node to start again
-    /// together (`compile::pytorch`).
-    pub fn run_defaults(&self, framework: Framework) -> RunDefaults {
-        let pytorch = framework == Framework::Pytorch;
+    /// What a run's policy defaults to here. A PyTorch node's pod is
+    /// restarted alone only under elastic rendezvous, where it rejoins its
+    /// peers; static rendezvous needs every node to start again together
+    /// (`compile::pytorch`).
+    pub fn run_defaults(&self, def: &TrainingJob) -> RunDefaults {
+        let pytorch = def.framework() == Framework::Pytorch;
+        let elastic = def.spec.elastic().is_some();
         RunDefaults {
-            restart_policy: if pytorch { "Never" } else { self.task_restart },
-            backoff_limit: if pytorch && !self.restarts_whole_runs {
+            restart_policy: match (pytorch, elastic) {
+                (true, true) => "OnFailure",
+                (true, false) => "Never",
+                (false, _) => self.task_restart,
+            },
+            backoff_limit: if pytorch && !elastic && !self.restarts_whole_runs {
                 0
             } else {
                 DEFAULT_BACKOFF_LIMIT
@@ -113,6 +123,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         pods: kubernetes::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
+        scales_nodes: false,
         writes_tf_config: false,
         volcano_gang: false,
     },
@@ -128,6 +139,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         pods: jobset::pods,
         task_restart: "Never",
         restarts_whole_runs: true,
+        scales_nodes: false,
         writes_tf_config: false,
         volcano_gang: false,
     },
@@ -143,6 +155,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         pods: tfjob::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
+        scales_nodes: false,
         writes_tf_config: true,
         volcano_gang: true,
     },
@@ -153,11 +166,12 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         why_one_framework: None,
         run_object: Some(RunObject::of::<crd::PyTorchJob>()),
         compile: |run, _| pytorchjob::compile(run).map(Objects::from),
-        check: |_, _| {},
+        check: pytorchjob::check,
         generated: |_, run, roles| pytorchjob::generated(run, roles),
         pods: pytorchjob::pods,
         task_restart: "OnFailure",
         restarts_whole_runs: false,
+        scales_nodes: true,
         writes_tf_config: false,
         volcano_gang: true,
     },
@@ -173,6 +187,7 @@ pub const BACKENDS: [Backend; Target::ALL.len()] = [
         pods: trainjob::pods,
         task_restart: "Never",
         restarts_whole_runs: true,
+        scales_nodes: false,
         writes_tf_config: false,
         volcano_gang: false,
     },

@@ -14,20 +14,30 @@
 //! succeeds when every node has (as on `kubernetes` and `jobset`); a failed
 //! node fails it (see [`crate::compile::pytorch`] for why no node restarts
 //! alone), and `cleanPodPolicy: Running` then stops the others.
+//!
+//! An elastic run has the PyTorchJob's `elasticPolicy` (the same c10d
+//! rendezvous trainc passes `torchrun`, at worker 0's host name and
+//! Service): the operator then counts the run done when any worker is
+//! (each leaves only after all have finished), a worker whose pod restarts
+//! in place (`OnFailure`) rejoins, up to `backoffLimit` restarts in all,
+//! and the PyTorchJob's scale subresource can add workers up to
+//! `maxNodes`.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::compile::crd::{
-    KubeflowRunPolicy, PyTorchJob, PyTorchJobSpec, ReplicaSpec, SchedulingPolicy,
+    ElasticPolicy, KubeflowRunPolicy, PyTorchJob, PyTorchJobSpec, ReplicaSpec, SchedulingPolicy,
 };
 use crate::compile::index::Index;
 use crate::compile::patch::Finding;
 use crate::compile::pod::Program;
-use crate::compile::pytorch::Launch;
+use crate::compile::pytorch;
 use crate::compile::{Manifest, Named, Run, meta, pod};
+use crate::load::Findings;
 use crate::model::definition::RoleKind;
+use crate::model::definition::TrainingJob;
 use crate::model::job::Framework;
 use crate::names;
 
@@ -47,23 +57,17 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let job = run.job;
     let rp = &job.run_policy;
     // Validation allows this target for PyTorch jobs with workers only.
-    let (Framework::Pytorch(p), Some(role)) = (
-        &job.framework,
-        job.roles.iter().find(|r| r.kind == RoleKind::Worker),
-    ) else {
+    // Worker 0's Service, which the operator makes with the pod, is named
+    // as the pod (the pod's host name).
+    let Some((role, launch)) = pytorch::nodes(run, names::task, |node_zero| {
+        format!("{node_zero}.{}.svc", job.namespace)
+    }) else {
         return Ok(Vec::new());
     };
-    // Worker 0's Service, which the operator makes with the pod.
-    let master = format!(
-        "{}.{}.svc",
-        names::task(&run.name, "worker", 0),
-        job.namespace
-    );
-    let launch = Launch {
-        nnodes: role.replicas,
-        nproc_per_node: p.nproc_per_node,
-        rendezvous: Some((master, role.port)),
+    let Framework::Pytorch(p) = &job.framework else {
+        return Ok(Vec::new());
     };
+    let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
     let placement = pod::Placement {
         role,
         // The operator labels each pod with its replica's index.
@@ -78,7 +82,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let template = pod::task_template(job, &placement)?;
     let mut replicas = BTreeMap::new();
     let spec = |n: u32| ReplicaSpec {
-        replicas: i32::try_from(n).unwrap_or(i32::MAX),
+        replicas: count(n),
         restart_policy: rp.restart_policy.clone(),
         template: template.clone(),
     };
@@ -97,15 +101,26 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                 backoff_limit: Some(rp.backoff_limit),
                 clean_pod_policy: Some("Running"),
                 scheduling_policy: Some(SchedulingPolicy {
-                    // Every node at once, or none: a gang. Kueue's queue is
+                    // Every node at once, or none: a gang (of the fewest
+                    // nodes an elastic run trains on). Kueue's queue is
                     // its label above: this `queue` is Volcano's, which the
                     // operator hands its PodGroup, written only when asked.
-                    min_available: Some(i32::try_from(role.replicas).unwrap_or(i32::MAX)),
+                    min_available: Some(count(
+                        p.elastic.as_ref().map_or(role.replicas, |e| e.min_nodes),
+                    )),
                     priority_class: rp.priority_class_name.clone(),
                     queue: rp.volcano_queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },
+            elastic_policy: p.elastic.as_ref().map(|e| ElasticPolicy {
+                min_replicas: count(e.min_nodes),
+                max_replicas: count(e.max_nodes),
+                max_restarts: count(e.max_restarts),
+                rdzv_backend: "c10d",
+                rdzv_id: run.name.clone(),
+                rdzv_port: i32::from(role.port),
+            }),
         },
     };
     Ok(vec![Manifest::new(
@@ -115,6 +130,21 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
         true,
         &job.namespace,
     )])
+}
+
+/// What this target cannot express, located in the definition.
+pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
+    let rp = &def.spec.run_policy;
+    if def.spec.elastic().is_some()
+        && rp.restart_policy.as_deref() == Some("Never")
+        && rp.backoff_limit.is_none_or(|n| n > 0)
+    {
+        cx.error(
+            "/spec/runPolicy/restartPolicy",
+            "the Training Operator fails a PyTorchJob when one of its `Never` pods fails: no node would restart, whatever `backoffLimit` says",
+            "remove `restartPolicy` (an elastic run's pods restart `OnFailure`), or set `backoffLimit: 0`",
+        );
+    }
 }
 
 /// Names this target generates for a job (see

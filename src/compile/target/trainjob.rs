@@ -223,6 +223,13 @@ fn trainjob(run: &Run, trainer: Trainer) -> Manifest {
 /// What this target cannot express, located in the definition.
 pub(crate) fn check(cx: &mut Findings, def: &TrainingJob) {
     let spec = &def.spec;
+    if spec.elastic().is_some() {
+        cx.error_at_key(
+            "/spec/torchrun/elastic",
+            "Kubeflow Trainer v2.3 has no elastic training: its torch plugin passes `torchrun` a fixed node count and node 0 as a static master, and its API has no elastic policy",
+            "remove `elastic`, or use the `kubernetes`, `jobset` or `pytorchjob` target, which run c10d rendezvous",
+        );
+    }
     for (at, env) in crate::model::job::env_scopes(def) {
         for name in PLUGIN_ENV {
             if env.contains_key(name) {
