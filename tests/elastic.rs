@@ -206,8 +206,10 @@ fn a_node_lost_mid_run_leaves_the_others_training_and_rejoins() {
     });
 
     // Node 2 restarts (`OnFailure`) and rejoins: every node's processes
-    // start again as three, and the others' restart count stays 1, since
-    // a node joining is not a failure.
+    // start again as three. `torchrun` does not count a node joining as a
+    // failure, but a node whose process fails first (its peer's was
+    // restarted for the newcomer) counts one more: every node ends within
+    // its `--max-restarts=2`, the survivors with one or two.
     nodes[2] = node(2);
     let start = Instant::now();
     for n in &mut nodes {
@@ -223,14 +225,14 @@ fn a_node_lost_mid_run_leaves_the_others_training_and_rejoins() {
     }
     for (i, n) in nodes.iter().enumerate() {
         let lines = said(n);
-        let restart = if i == 2 { 0 } else { 1 };
+        let restarts: &[&str] = if i == 2 { &["0", "1"] } else { &["1", "2"] };
+        let done = lines
+            .last()
+            .and_then(|l| l.strip_prefix("done "))
+            .and_then(|l| l.split_once(" world=3 restart="))
+            .map(|(_, restart)| restart);
         assert!(
-            lines
-                .iter()
-                .any(|l| l.starts_with("start ")
-                    && l.contains(&format!("world=3 restart={restart}")))
-                && lines.last().is_some_and(|l| l.starts_with("done ")
-                    && l.ends_with(&format!("world=3 restart={restart}"))),
+            done.is_some_and(|r| restarts.contains(&r)),
             "node {i}: {lines:?}\n{all}"
         );
     }
