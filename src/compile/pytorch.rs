@@ -85,9 +85,12 @@ pub enum Rendezvous {
 }
 
 impl Launch {
-    /// Whether the nodes meet at a c10d rendezvous.
-    pub fn is_elastic(&self) -> bool {
-        matches!(self.rendezvous, Some(Rendezvous::Elastic { .. }))
+    /// The elastic launch, when the nodes meet at a c10d rendezvous.
+    pub fn elastic(&self) -> Option<&Elastic> {
+        match &self.rendezvous {
+            Some(Rendezvous::Elastic { elastic, .. }) => Some(elastic),
+            _ => None,
+        }
     }
 
     /// The container command of node `index`: `torchrun`, its flags, then
@@ -446,7 +449,7 @@ mod tests {
         ]);
         let program = strings(&["python", "/app/train.py"]);
         assert_eq!(launch.command(&program, Index::Fixed(1)), expected);
-        assert!(launch.is_elastic());
+        assert_eq!(launch.elastic().map(|e| e.min_nodes), Some(2));
     }
 
     #[test]

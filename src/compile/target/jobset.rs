@@ -126,7 +126,7 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     else {
         return Ok(Vec::new());
     };
-    let elastic = launch.is_elastic();
+    let elastic = launch.elastic().is_some();
     let placement = pod::Placement {
         role,
         index: Index::Annotation(COMPLETION_INDEX),

@@ -200,7 +200,7 @@ fn pytorch(run: &Run) -> Result<Vec<Manifest>, Finding> {
     }) else {
         return Ok(out);
     };
-    let elastic = launch.is_elastic();
+    let elastic = launch.elastic().is_some();
     if elastic {
         out.push(rendezvous_service(run, names::task, role.port));
     }

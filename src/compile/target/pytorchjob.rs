@@ -38,7 +38,6 @@ use crate::compile::{Manifest, Named, Run, meta, pod};
 use crate::load::Findings;
 use crate::model::definition::RoleKind;
 use crate::model::definition::TrainingJob;
-use crate::model::job::Framework;
 use crate::names;
 
 /// Output-format version of this target (see [`crate::compile::target::kubernetes::FORMAT`]).
@@ -62,9 +61,6 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let Some((role, launch)) = pytorch::nodes(run, names::task, |node_zero| {
         format!("{node_zero}.{}.svc", job.namespace)
     }) else {
-        return Ok(Vec::new());
-    };
-    let Framework::Pytorch(p) = &job.framework else {
         return Ok(Vec::new());
     };
     let count = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
@@ -94,7 +90,7 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
     let pytorchjob = PyTorchJob {
         metadata: meta::run_object(job, &run.name, labels),
         spec: PyTorchJobSpec {
-            nproc_per_node: p.nproc_per_node.to_string(),
+            nproc_per_node: launch.nproc_per_node.to_string(),
             pytorch_replica_specs: replicas,
             run_policy: KubeflowRunPolicy {
                 active_deadline_seconds: rp.active_deadline_seconds,
@@ -106,14 +102,14 @@ pub fn compile(run: &Run) -> Result<Vec<Manifest>, Finding> {
                     // its label above: this `queue` is Volcano's, which the
                     // operator hands its PodGroup, written only when asked.
                     min_available: Some(count(
-                        p.elastic.as_ref().map_or(role.replicas, |e| e.min_nodes),
+                        launch.elastic().map_or(role.replicas, |e| e.min_nodes),
                     )),
                     priority_class: rp.priority_class_name.clone(),
                     queue: rp.volcano_queue.clone(),
                 }),
                 ttl_seconds_after_finished: rp.ttl_seconds_after_finished,
             },
-            elastic_policy: p.elastic.as_ref().map(|e| ElasticPolicy {
+            elastic_policy: launch.elastic().map(|e| ElasticPolicy {
                 min_replicas: count(e.min_nodes),
                 max_replicas: count(e.max_nodes),
                 max_restarts: count(e.max_restarts),
